@@ -1,0 +1,106 @@
+// Package sessionstore is where a transport keeps its session records and
+// the ownership of each session's standalone stream.
+//
+// The transport holds live objects (streams, queues, the MCPServer's
+// registration) in its own process; a Store holds what must be agreed on by
+// every process that serves the same sessions: whether a session exists,
+// when it expires, whether it was terminated, which process holds its
+// stream, and a bus for messages bound for a stream held elsewhere. Memory
+// is the default, for a single process; a shared implementation (Redis) lets
+// several replicas serve one session.
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by every Store.
+var (
+	// ErrNotFound: no such session, or it has expired.
+	ErrNotFound = errors.New("sessionstore: session not found")
+	// ErrTerminated: the session existed and was terminated.
+	ErrTerminated = errors.New("sessionstore: session terminated")
+	// ErrExists: Create was called with an id already in use.
+	ErrExists = errors.New("sessionstore: session already exists")
+	// ErrStreamHeld: another holder owns the session's stream lease.
+	ErrStreamHeld = errors.New("sessionstore: stream is held by another holder")
+	// ErrLeaseLost: the lease expired or was taken over before it was renewed.
+	ErrLeaseLost = errors.New("sessionstore: stream lease lost")
+)
+
+// Record is what a store knows of a session.
+type Record struct {
+	// ID is the session id the client carries in Mcp-Session-Id.
+	ID string
+	// ProtocolVersion is the version negotiated by initialize.
+	ProtocolVersion string
+	// ClientInfo is the client's initialize parameters (clientInfo and
+	// capabilities) as raw JSON, so another replica can rebuild the session.
+	ClientInfo []byte
+	// CreatedAt is when the session was created.
+	CreatedAt time.Time
+	// ExpiresAt is when the session expires unless touched; zero means never.
+	ExpiresAt time.Time
+}
+
+// Lease is the ownership of a session's standalone stream by one holder.
+type Lease struct {
+	// SessionID is the session whose stream is held.
+	SessionID string
+	// Holder names the holder (a replica and stream).
+	Holder string
+	// ExpiresAt is when the lease lapses unless renewed; zero means never.
+	ExpiresAt time.Time
+}
+
+// Store keeps session records, stream leases and the per-session bus.
+// Implementations are safe for concurrent use.
+type Store interface {
+	// Create stores a new record that expires after ttl (never when ttl <= 0).
+	// It returns ErrExists if the id is in use, terminated ids included.
+	Create(ctx context.Context, rec Record, ttl time.Duration) error
+	// Get returns the record, ErrNotFound for an unknown or expired id, and
+	// ErrTerminated for a terminated one.
+	Get(ctx context.Context, id string) (Record, error)
+	// Update replaces the mutable fields (ProtocolVersion, ClientInfo) of a
+	// live record.
+	Update(ctx context.Context, rec Record) error
+	// Touch extends a live record's expiry to ttl from now.
+	Touch(ctx context.Context, id string, ttl time.Duration) error
+	// Terminate marks the session terminated, releases its lease and tells
+	// every subscriber of its bus; afterwards Get returns ErrTerminated until
+	// the tombstone lapses after the record's last ttl. It returns ErrNotFound
+	// for an unknown or expired id and is idempotent for terminated ones.
+	Terminate(ctx context.Context, id string) error
+	// Count reports how many live (not expired, not terminated) sessions exist.
+	Count(ctx context.Context) (int, error)
+
+	// AcquireStream gives holder the session's stream lease for ttl (no
+	// expiry when ttl <= 0). It returns ErrStreamHeld with the current lease
+	// if someone else holds an unexpired one, ErrNotFound or ErrTerminated
+	// for a session that is not live.
+	AcquireStream(ctx context.Context, id, holder string, ttl time.Duration) (Lease, error)
+	// RenewStream extends a lease still held by its holder, else ErrLeaseLost.
+	RenewStream(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
+	// ReleaseStream drops the lease if, and only if, lease.Holder still holds
+	// it (compare-and-delete). Releasing a lost lease is not an error.
+	ReleaseStream(ctx context.Context, lease Lease) error
+	// StreamHolder returns the current unexpired lease, or ok=false.
+	StreamHolder(ctx context.Context, id string) (lease Lease, ok bool, err error)
+
+	// Publish sends msg to every current subscriber of the session's bus.
+	Publish(ctx context.Context, id string, msg []byte) error
+	// Subscribe returns a subscription to the session's bus.
+	Subscribe(ctx context.Context, id string) (Subscription, error)
+}
+
+// Subscription receives the messages published on one session's bus.
+type Subscription interface {
+	// Messages delivers published messages in order; it is closed when the
+	// subscription is closed or the session is terminated.
+	Messages() <-chan []byte
+	// Close ends the subscription. It is idempotent.
+	Close() error
+}

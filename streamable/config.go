@@ -1,0 +1,122 @@
+package streamable
+
+import (
+	"crypto/rand"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifeline-mcp/lifeline/heartbeat"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// Defaults applied by New to zero fields of Config.
+const (
+	DefaultWriteTimeout   = 10 * time.Second
+	DefaultCleanupTimeout = 5 * time.Second
+	DefaultIdleTTL        = 30 * time.Minute
+	DefaultMaxSessions    = 10000
+	DefaultMaxBodyBytes   = 4 << 20
+	DefaultQueueSize      = 512
+	DefaultRetryAfter     = 5 * time.Second
+)
+
+// Disabled, given as HeartbeatInterval or IdleTTL, turns the feature off.
+// (A zero value means "use the default".)
+const Disabled time.Duration = -1
+
+// Config configures a Handler. Every zero field takes the documented default,
+// so Config{} is a production-ready configuration.
+type Config struct {
+	// HeartbeatInterval is how often each standalone GET stream gets a
+	// JSON-RPC ping, and how long a POST response may stay silent before it
+	// gets a ": keepalive" comment. Default heartbeat.DefaultInterval (20 s);
+	// Disabled turns both off.
+	HeartbeatInterval time.Duration
+	// MissedPongLimit is how many consecutive pings a client that has
+	// answered before may leave unanswered before its GET stream is closed
+	// as dead. Default heartbeat.DefaultMissedPongLimit (2).
+	MissedPongLimit int
+	// WriteTimeout bounds every write to a stream; a client that stops
+	// reading loses its stream after it. Default 10 s.
+	WriteTimeout time.Duration
+	// CleanupTimeout bounds how long DELETE, expiry and a conflicting GET
+	// wait for a stream's handler to exit. Default 5 s.
+	CleanupTimeout time.Duration
+	// IdleTTL is how long a session lives without a request or an open GET
+	// stream. Default 30 min; Disabled keeps sessions until DELETE.
+	IdleTTL time.Duration
+	// MaxSessions caps live sessions; initialize beyond it gets 503 with
+	// Retry-After. Default 10,000.
+	MaxSessions int
+	// MaxBodyBytes caps a POST body; larger bodies get 413. Default 4 MiB.
+	MaxBodyBytes int64
+	// QueueSize bounds each stream's outbound queue of notifications and
+	// server requests. When a queue overflows, the stream is closed (the
+	// client reconnects and gets what is still queued) and the event logged;
+	// the sender gets mcp-go's ErrNotificationChannelBlocked. Default 512.
+	QueueSize int
+	// Logger receives transport events. Default slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source for heartbeats and expiry. Default the system clock.
+	Clock heartbeat.Clock
+	// Store keeps session records and stream ownership. Default a new
+	// sessionstore.Memory.
+	Store sessionstore.Store
+	// NewSessionID generates session ids; they must be unique, unguessable
+	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
+	NewSessionID func() string
+}
+
+// effective returns c with every default applied.
+func (c Config) effective() Config {
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = heartbeat.DefaultInterval
+	}
+	if c.HeartbeatInterval < 0 {
+		c.HeartbeatInterval = 0
+	}
+	if c.MissedPongLimit <= 0 {
+		c.MissedPongLimit = heartbeat.DefaultMissedPongLimit
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.CleanupTimeout <= 0 {
+		c.CleanupTimeout = DefaultCleanupTimeout
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = DefaultIdleTTL
+	}
+	if c.IdleTTL < 0 {
+		c.IdleTTL = 0
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = heartbeat.SystemClock{}
+	}
+	if c.Store == nil {
+		c.Store = sessionstore.NewMemory(c.Clock.Now)
+	}
+	if c.NewSessionID == nil {
+		c.NewSessionID = newUUID
+	}
+	return c
+}
+
+// newUUID returns a random UUIDv4 read from crypto/rand.
+func newUUID() string {
+	return uuid.Must(uuid.NewRandomFromReader(rand.Reader)).String()
+}

@@ -1,0 +1,24 @@
+package streamable
+
+import "net/http"
+
+// serveDelete terminates a session: its GET stream is closed (a blocked
+// write interrupted) and its handler waited for, its requests cancelled and
+// pending server requests failed, and it is unregistered before the 200.
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if f := checkProtocolVersion(r); f != nil {
+		writeFailure(w, f)
+		return
+	}
+	sess, f := h.session(r, false)
+	if f != nil {
+		writeFailure(w, f)
+		return
+	}
+	if !sess.terminate(errDeleted) {
+		// Another DELETE, expiry or Shutdown got there first.
+		writeFailure(w, errSessionNotFound())
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,263 @@
+package streamable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/heartbeat"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// errDeadPeer closes a stream whose client stopped answering pings.
+var errDeadPeer = errors.New("client stopped answering pings")
+
+// getStream is a session's standalone GET stream.
+type getStream struct {
+	*sseStream
+	sess    *session
+	tracker *heartbeat.Tracker
+	probe   chan struct{} // asks the stream's handler to ping now
+	done    chan struct{} // closed when the handler has exited
+	lease   sessionstore.Lease
+	pingIDs []int64 // guarded by sess.calls.mu
+}
+
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "text/event-stream") {
+		writeFailure(w, errNotAcceptableGet())
+		return
+	}
+	if f := checkProtocolVersion(r); f != nil {
+		writeFailure(w, f)
+		return
+	}
+	sess, f := h.session(r, true)
+	if f != nil {
+		writeFailure(w, f)
+		return
+	}
+	g, f := h.admitGet(sess, w, r)
+	if f != nil {
+		writeFailure(w, f)
+		return
+	}
+	h.runGet(g)
+}
+
+// admitGet makes the request the session's one live GET stream, or says why
+// not. An old stream that is already dying is waited for (bounded); an old
+// stream whose client has answered pings is probed, and taken over if it
+// has stopped answering; a live one gets 409.
+func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *failure) {
+	deadline := time.Now().Add(h.cfg.CleanupTimeout)
+	for {
+		g, old, f := h.claimGet(sess, w, r)
+		if g != nil || f != nil {
+			return g, f
+		}
+		switch {
+		case old.dying():
+			if !h.awaitExit(r.Context(), old, time.Until(deadline)) {
+				return nil, errStreamConflict()
+			}
+		case h.sched != nil && old.tracker.Answered():
+			if !h.probeDead(r.Context(), old) {
+				return nil, errStreamConflict()
+			}
+		default:
+			return nil, errStreamConflict()
+		}
+	}
+}
+
+// claimGet takes the session's stream slot if it is free. Otherwise it
+// returns the stream that holds it. It is serialized with termination.
+func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *getStream, *failure) {
+	sess.life.Lock()
+	defer sess.life.Unlock()
+	if !sess.active() {
+		return nil, nil, errSessionNotFound()
+	}
+	if old := sess.liveGet(); old != nil {
+		return nil, old, nil
+	}
+	holder := fmt.Sprintf("%s/%d", h.holder, h.streamSeq.Add(1))
+	lease, err := h.cfg.Store.AcquireStream(r.Context(), sess.id, holder, h.leaseTTL())
+	switch {
+	case errors.Is(err, sessionstore.ErrStreamHeld):
+		return nil, nil, errStreamConflict()
+	case isGone(err):
+		return nil, nil, errSessionNotFound()
+	case err != nil:
+		return nil, nil, errStore(err)
+	}
+	g := &getStream{
+		sseStream: newSSEStream(r.Context(), w, h.cfg.WriteTimeout),
+		sess:      sess,
+		tracker:   heartbeat.NewTracker(h.cfg.MissedPongLimit),
+		probe:     make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		lease:     lease,
+	}
+	sess.mu.Lock()
+	sess.get = g
+	sess.mu.Unlock()
+	return g, nil, nil
+}
+
+// leaseTTL is how long a stream lease lasts without renewal: long enough to
+// survive the missed-pong limit, renewed on every heartbeat.
+func (h *Handler) leaseTTL() time.Duration {
+	if h.sched == nil {
+		return 0
+	}
+	return time.Duration(h.cfg.MissedPongLimit+1) * h.cfg.HeartbeatInterval
+}
+
+// awaitExit waits, at most d, for a stream's handler to exit.
+func (h *Handler) awaitExit(ctx context.Context, g *getStream, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	t := h.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.done:
+		return true
+	case <-t.C():
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// probeWait is how long a conflicting GET waits for each probe's pong.
+func (h *Handler) probeWait() time.Duration {
+	return min(max(h.cfg.HeartbeatInterval, 100*time.Millisecond), 2*time.Second)
+}
+
+// probeDead pings an old stream at once, up to the missed-pong limit, and
+// reports whether it turned out dead and has been closed and exited.
+func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
+	for range h.cfg.MissedPongLimit {
+		pong := old.tracker.PongSignal()
+		select {
+		case old.probe <- struct{}{}:
+		default:
+		}
+		t := h.cfg.Clock.NewTimer(h.probeWait())
+		select {
+		case <-pong:
+			t.Stop()
+			return false
+		case <-old.done:
+			t.Stop()
+			return true
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+		}
+		if old.tracker.Dead() {
+			break
+		}
+	}
+	if !old.tracker.Dead() {
+		return false
+	}
+	h.log.Info("lifeline: closing a dead GET stream for a reconnecting client",
+		"session", old.sess.id, "unanswered_pings", old.tracker.Unanswered())
+	old.close(errDeadPeer)
+	return h.awaitExit(ctx, old, h.cfg.CleanupTimeout)
+}
+
+// runGet serves an admitted GET stream until it closes, then frees the
+// session's stream slot.
+func (h *Handler) runGet(g *getStream) {
+	sess := g.sess
+	h.getStreams.Add(1)
+	var tick <-chan struct{}
+	if h.sched != nil {
+		e := h.sched.Add(h.cfg.HeartbeatInterval)
+		defer e.Remove()
+		tick = e.Due()
+	}
+	defer func() {
+		g.close(errStreamClosed)
+		sess.calls.forgetPings(g)
+		sess.mu.Lock()
+		if sess.get == g {
+			sess.get = nil
+		}
+		sess.mu.Unlock()
+		if err := h.cfg.Store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
+			h.log.Warn("lifeline: release stream lease", "session", sess.id, "err", err)
+		}
+		h.getStreams.Add(-1)
+		close(g.done)
+	}()
+
+	if err := g.start(sess.id); err != nil {
+		return
+	}
+	carry := sess.takeCarry()
+	for i, msg := range carry {
+		if g.event(msg) != nil {
+			for _, m := range carry[i:] {
+				sess.requeue(m)
+			}
+			return
+		}
+	}
+	for {
+		var msg []byte
+		select {
+		case <-g.ctx.Done():
+			return
+		case n := <-sess.notifications:
+			b, err := json.Marshal(n)
+			if err != nil {
+				h.log.Error("lifeline: dropping a notification that does not encode",
+					"session", sess.id, "method", n.Method, "err", err)
+				continue
+			}
+			msg = b
+		case msg = <-sess.requests:
+		case <-tick:
+			if g.tracker.Dead() {
+				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",
+					"session", sess.id, "unanswered_pings", g.tracker.Unanswered())
+				g.close(errDeadPeer)
+				return
+			}
+			if _, err := h.cfg.Store.RenewStream(g.ctx, g.lease, h.leaseTTL()); err != nil {
+				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", sess.id, "err", err)
+				return
+			}
+			if h.ping(g) != nil {
+				return
+			}
+			continue
+		case <-g.probe:
+			if h.ping(g) != nil {
+				return
+			}
+			continue
+		}
+		if g.event(msg) != nil {
+			sess.requeue(msg)
+			return
+		}
+	}
+}
+
+// ping sends a JSON-RPC ping with a session-unique id on g.
+func (h *Handler) ping(g *getStream) error {
+	id := g.sess.calls.newPing(g)
+	g.tracker.Sent()
+	return g.event(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
+}

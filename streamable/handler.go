@@ -1,0 +1,313 @@
+// Package streamable is lifeline's MCP Streamable HTTP transport: an
+// http.Handler that serves one MCP endpoint on top of mcp-go's
+// *server.MCPServer and owns every session, stream and goroutine it starts.
+//
+// It serves protocol versions 2024-11-05 through 2025-11-25. Sessions are
+// created by initialize and live until DELETE, idle expiry or Shutdown;
+// each has at most one standalone GET stream, kept alive by JSON-RPC pings;
+// every write has a deadline, so no client can pin a handler.
+package streamable
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/heartbeat"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// Header names of the Streamable HTTP transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// Handler is the transport. Create it with New; it is safe for concurrent
+// use. Shutdown (or Close) stops it and joins its goroutines.
+type Handler struct {
+	mcp    *server.MCPServer
+	cfg    Config
+	log    *slog.Logger
+	sched  *heartbeat.Scheduler // nil when heartbeats are disabled
+	holder string               // names this handler in stream leases
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	shutting bool
+
+	getStreams  atomic.Int64
+	postStreams atomic.Int64
+	streamSeq   atomic.Int64
+
+	stopSweep    chan struct{}
+	sweepDone    chan struct{}
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New returns a transport serving mcpServer with cfg (zero fields take their
+// defaults). It starts the heartbeat scheduler and the expiry sweeper; call
+// Shutdown or Close to stop them.
+func New(mcpServer *server.MCPServer, cfg Config) *Handler {
+	if mcpServer == nil {
+		panic("streamable: New with a nil *server.MCPServer")
+	}
+	cfg = cfg.effective()
+	h := &Handler{
+		mcp:       mcpServer,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		holder:    rand.Text(),
+		sessions:  make(map[string]*session),
+		stopSweep: make(chan struct{}),
+		sweepDone: make(chan struct{}),
+	}
+	if cfg.HeartbeatInterval > 0 {
+		h.sched = heartbeat.NewScheduler(cfg.Clock)
+	}
+	if cfg.IdleTTL > 0 {
+		go h.sweep()
+	} else {
+		close(h.sweepDone)
+	}
+	return h
+}
+
+// ServeHTTP implements http.Handler for the MCP endpoint.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.isShutting() {
+		writeFailure(w, errShuttingDown())
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePost(w, r)
+	case http.MethodGet:
+		h.serveGet(w, r)
+	case http.MethodDelete:
+		h.serveDelete(w, r)
+	default:
+		writeFailure(w, errMethodNotAllowed())
+	}
+}
+
+// Stats is a snapshot of what a Handler holds.
+type Stats struct {
+	// Sessions is the number of live sessions in this process.
+	Sessions int
+	// GetStreams is the number of open standalone GET streams.
+	GetStreams int
+	// PostStreams is the number of POST responses upgraded to SSE and open.
+	PostStreams int
+}
+
+// Stats reports what the handler holds right now.
+func (h *Handler) Stats() Stats {
+	h.mu.Lock()
+	n := len(h.sessions)
+	h.mu.Unlock()
+	return Stats{Sessions: n, GetStreams: int(h.getStreams.Load()), PostStreams: int(h.postStreams.Load())}
+}
+
+func (h *Handler) isShutting() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.shutting
+}
+
+// addSession inserts s unless the handler is shutting down or full.
+func (h *Handler) addSession(s *session) *failure {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shutting {
+		return errShuttingDown()
+	}
+	if len(h.sessions) >= h.cfg.MaxSessions {
+		return errTooManySessions(h.cfg.MaxSessions, DefaultRetryAfter)
+	}
+	h.sessions[s.id] = s
+	return nil
+}
+
+func (h *Handler) removeSession(id string) {
+	h.mu.Lock()
+	delete(h.sessions, id)
+	h.mu.Unlock()
+}
+
+func (h *Handler) snapshot() []*session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// session returns the live session named by the request's Mcp-Session-Id,
+// or the failure to answer with: 400 without the header, 404 for an id that
+// is unknown, expired or terminated. With touch, the request counts as
+// activity.
+func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		return nil, errMissingSessionID()
+	}
+	h.mu.Lock()
+	s := h.sessions[id]
+	h.mu.Unlock()
+	if s == nil || !s.active() {
+		return nil, errSessionNotFound()
+	}
+	var err error
+	if touch {
+		err = h.cfg.Store.Touch(r.Context(), id, h.cfg.IdleTTL)
+	} else {
+		_, err = h.cfg.Store.Get(r.Context(), id)
+	}
+	switch {
+	case err == nil:
+		return s, nil
+	case isGone(err):
+		// Expired between sweeps: expire it now, the same way as the sweeper.
+		s.terminate(errExpired)
+		return nil, errSessionNotFound()
+	default:
+		return nil, errStore(err)
+	}
+}
+
+func isGone(err error) bool {
+	return errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrTerminated)
+}
+
+// waitExits waits for every channel in exits to close, bounded by the
+// cleanup timeout and by ctx (when not nil). It reports whether all closed.
+func (h *Handler) waitExits(id string, exits []<-chan struct{}, ctx context.Context) bool {
+	if len(exits) == 0 {
+		return true
+	}
+	t := h.cfg.Clock.NewTimer(h.cfg.CleanupTimeout)
+	defer t.Stop()
+	var ctxDone <-chan struct{}
+	if ctx != nil {
+		ctxDone = ctx.Done()
+	}
+	for _, ch := range exits {
+		select {
+		case <-ch:
+		case <-t.C():
+			h.log.Error("lifeline: session handlers did not exit within the cleanup timeout",
+				"session", id, "timeout", h.cfg.CleanupTimeout)
+			return false
+		case <-ctxDone:
+			return false
+		}
+	}
+	return true
+}
+
+// Shutdown stops the transport: new requests get 503, every session is
+// terminated (its streams closed, blocked writes interrupted, its requests
+// cancelled), and Shutdown waits for their handlers, bounded by ctx. It then
+// unregisters the sessions and stops the transport's goroutines. It returns
+// ctx's error if handlers were still running when ctx ended.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.shutdownOnce.Do(func() { h.shutdownErr = h.shutdown(ctx) })
+	return h.shutdownErr
+}
+
+// Close is Shutdown bounded by the cleanup timeout.
+func (h *Handler) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CleanupTimeout)
+	defer cancel()
+	return h.Shutdown(ctx)
+}
+
+func (h *Handler) shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.shutting = true
+	h.mu.Unlock()
+	close(h.stopSweep)
+	<-h.sweepDone
+
+	sessions := h.snapshot()
+	var exits []<-chan struct{}
+	var begun []*session
+	for _, s := range sessions {
+		s.life.Lock()
+		started, ex := s.beginTerminate(errShutdown)
+		s.life.Unlock()
+		if started {
+			exits = append(exits, ex...)
+			begun = append(begun, s)
+		}
+	}
+	var err error
+	for _, ch := range exits {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = fmt.Errorf("lifeline: shutdown: handlers still running: %w", ctx.Err())
+		}
+		if err != nil {
+			break
+		}
+	}
+	for _, s := range begun {
+		s.life.Lock()
+		s.finishTerminate(context.WithoutCancel(ctx))
+		s.life.Unlock()
+	}
+	if h.sched != nil {
+		h.sched.Close()
+	}
+	return err
+}
+
+// sweep expires idle sessions. A session with an open GET stream or a
+// running request is active, and is touched instead.
+func (h *Handler) sweep() {
+	defer close(h.sweepDone)
+	every := min(max(h.cfg.IdleTTL/4, time.Millisecond), 30*time.Second)
+	t := h.cfg.Clock.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stopSweep:
+			return
+		case <-t.C():
+		}
+		h.sweepOnce()
+		t.Reset(every)
+	}
+}
+
+func (h *Handler) sweepOnce() {
+	ctx := context.Background()
+	for _, s := range h.snapshot() {
+		if !s.active() {
+			continue
+		}
+		if s.busy() {
+			if err := h.cfg.Store.Touch(ctx, s.id, h.cfg.IdleTTL); err != nil && !isGone(err) {
+				h.log.Warn("lifeline: store touch failed", "session", s.id, "err", err)
+			}
+			continue
+		}
+		if _, err := h.cfg.Store.Get(ctx, s.id); isGone(err) {
+			h.log.Info("lifeline: session expired", "session", s.id, "idle_ttl", h.cfg.IdleTTL)
+			s.terminate(errExpired)
+		}
+	}
+}

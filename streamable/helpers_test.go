@@ -1,0 +1,104 @@
+package streamable_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testHeartbeat is the heartbeat the whole transport runs at in tests.
+const testHeartbeat = 5 * time.Millisecond
+
+// wait bounds every wait in these tests; a broken build fails, not hangs.
+const wait = 10 * time.Second
+
+type rig struct {
+	t  *testing.T
+	h  *streamable.Handler
+	ts *httptest.Server
+}
+
+// newRig serves the demo MCP server through a lifeline transport on a
+// loopback httptest server. Zero fields of cfg take test defaults: a 5 ms
+// heartbeat and a quiet logger.
+func newRig(t *testing.T, cfg streamable.Config) *rig {
+	t.Helper()
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = testHeartbeat
+	}
+	if cfg.Logger == nil {
+		var out io.Writer = io.Discard
+		if os.Getenv("LIFELINE_TEST_LOG") != "" {
+			out = os.Stderr
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	h := streamable.New(demotools.NewServer("lifeline-test", "1"), cfg)
+	ts := httptest.NewServer(h)
+	r := &rig{t: t, h: h, ts: ts}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		ts.Close()
+	})
+	return r
+}
+
+// client returns a raw client for the rig's endpoint.
+func (r *rig) client() *testutil.Client { return testutil.NewClient(r.ts.URL) }
+
+// session returns an initialized client.
+func (r *rig) session() *testutil.Client {
+	r.t.Helper()
+	c := r.client()
+	if _, err := c.Initialize(testutil.Context(r.t, wait)); err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// stream opens the client's GET stream and requires a 200.
+func (r *rig) stream(c *testutil.Client) *testutil.Stream {
+	r.t.Helper()
+	s, err := c.OpenStream(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(s.Close)
+	if s.Status != http.StatusOK {
+		r.t.Fatalf("GET status %d: %s", s.Status, s.Body)
+	}
+	return s
+}
+
+// quiesce waits until the handler holds no stream.
+func (r *rig) quiesce() {
+	r.t.Helper()
+	testutil.Eventually(r.t, wait, "all streams closed", func() bool {
+		st := r.h.Stats()
+		return st.GetStreams == 0 && st.PostStreams == 0
+	})
+}
+
+func wantStatus(t *testing.T, what string, got, want int, body []byte) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: status %d, want %d (body %q)", what, got, want, body)
+	}
+}

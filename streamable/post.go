@@ -1,0 +1,167 @@
+package streamable
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// envelope is what the transport reads of a JSON-RPC message to route it.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		writeFailure(w, errNotAcceptablePost())
+		return
+	}
+	if !isJSONContent(r) {
+		writeFailure(w, errContentType(r.Header.Get("Content-Type")))
+		return
+	}
+	body, f := h.readBody(w, r)
+	if f != nil {
+		writeFailure(w, f)
+		return
+	}
+	env, f := parseEnvelope(body)
+	if f != nil {
+		writeFailure(w, f)
+		return
+	}
+	if env.Method == string(mcp.MethodInitialize) {
+		h.initialize(w, r, env, body)
+		return
+	}
+	if f := checkProtocolVersion(r); f != nil {
+		writeFailure(w, f)
+		return
+	}
+	sess, f := h.session(r, true)
+	if f != nil {
+		writeFailure(w, f)
+		return
+	}
+	switch {
+	case env.Method == "":
+		if !sess.calls.deliver(env.ID, env.Result, env.Error) {
+			writeFailure(w, errUnknownResponseID(env.ID))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	case len(env.ID) == 0:
+		h.mcp.HandleMessage(h.mcp.WithContext(r.Context(), sess), body)
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		h.serveRequest(w, r, sess, body)
+	}
+}
+
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, errBodyTooLarge(h.cfg.MaxBodyBytes)
+	case err != nil:
+		return nil, errParse("reading the request body: " + err.Error())
+	}
+	return body, nil
+}
+
+// parseEnvelope checks that body is one well-formed JSON-RPC message.
+func parseEnvelope(body []byte) (envelope, *failure) {
+	var env envelope
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return env, errParse("the request body is empty")
+	}
+	if trimmed[0] == '[' {
+		return env, errInvalidMessage("JSON-RPC batches are not supported; send one message per POST")
+	}
+	if err := json.Unmarshal(trimmed, &env); err != nil {
+		return env, errParse("the body is not a JSON-RPC message: " + err.Error())
+	}
+	if env.JSONRPC != mcp.JSONRPC_VERSION {
+		return env, errInvalidMessage(`"jsonrpc" must be "2.0"`)
+	}
+	if string(env.ID) == "null" {
+		env.ID = nil
+	}
+	if env.Method == "" && (len(env.ID) == 0 || (len(env.Result) == 0 && len(env.Error) == 0)) {
+		return env, errInvalidMessage("a message needs a method, or an id with a result or an error")
+	}
+	return env, nil
+}
+
+// initialize creates a session, registers it with the MCPServer and answers
+// the initialize request with the session id in Mcp-Session-Id.
+func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
+	if r.Header.Get(headerSessionID) != "" {
+		writeFailure(w, errInitializeWithSession())
+		return
+	}
+	if len(env.ID) == 0 {
+		writeFailure(w, errInvalidMessage("initialize must be a request with an id"))
+		return
+	}
+	id := h.cfg.NewSessionID()
+	if !visibleASCII(id) {
+		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII"))
+		return
+	}
+	sess := newSession(h, id)
+	if f := h.addSession(sess); f != nil {
+		writeFailure(w, f)
+		return
+	}
+	ctx := r.Context()
+	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: env.Params}, h.cfg.IdleTTL); err != nil {
+		h.removeSession(id)
+		if errors.Is(err, sessionstore.ErrExists) {
+			writeFailure(w, errInternal("the session id generator repeated an id"))
+			return
+		}
+		writeFailure(w, errStore(err))
+		return
+	}
+	if err := h.mcp.RegisterSession(ctx, sess); err != nil {
+		h.discard(sess)
+		writeFailure(w, errInternal("registering the session: "+err.Error()))
+		return
+	}
+	resp := h.mcp.HandleMessage(h.mcp.WithContext(ctx, sess), body)
+	if _, failed := resp.(mcp.JSONRPCError); failed || resp == nil {
+		// A failed initialize creates no session.
+		h.discard(sess)
+		writeJSON(w, resp, "", h.cfg.WriteTimeout)
+		return
+	}
+	rec := sessionstore.Record{ID: id, ProtocolVersion: sess.ProtocolVersion(), ClientInfo: env.Params}
+	if err := h.cfg.Store.Update(ctx, rec); err != nil {
+		h.log.Warn("lifeline: store update after initialize", "session", id, "err", err)
+	}
+	writeJSON(w, resp, id, h.cfg.WriteTimeout)
+}
+
+// discard removes a session that never got to serve a request.
+func (h *Handler) discard(sess *session) {
+	sess.life.Lock()
+	defer sess.life.Unlock()
+	if started, _ := sess.beginTerminate(errDeleted); started {
+		sess.finishTerminate(context.Background())
+	}
+}

@@ -1,0 +1,179 @@
+package streamable
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// serveRequest runs one JSON-RPC request through the MCPServer on a worker
+// goroutine while this handler goroutine writes: messages the request sends
+// (progress, logging, server requests) upgrade the response to SSE and go
+// out as they come; then the response. The worker is joined before return.
+func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, body []byte) {
+	if !sess.beginWork() {
+		writeFailure(w, errSessionNotFound())
+		return
+	}
+	rs := newRequestSession(sess)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	result := make(chan mcp.JSONRPCMessage, 1)
+	go func() {
+		defer sess.endWork()
+		result <- h.mcp.HandleMessage(h.mcp.WithContext(ctx, rs), body)
+	}()
+
+	p := postStream{h: h, w: w, ctx: ctx, sess: sess}
+	defer p.finish()
+	var tick <-chan struct{}
+	if h.sched != nil {
+		e := h.sched.Add(h.cfg.HeartbeatInterval)
+		defer e.Remove()
+		tick = e.Due()
+	}
+	sessDone := sess.ctx.Done()
+	for {
+		select {
+		case n := <-rs.notifications:
+			p.sendNotification(n)
+		case m := <-rs.requests:
+			p.send(m)
+		case <-tick:
+			p.keepalive()
+		case <-rs.overflow:
+			p.closeOnOverflow()
+		case <-sessDone:
+			// The session is terminating: cancel the request; the worker's
+			// answer still arrives and is written if the client is there.
+			cancel(context.Cause(sess.ctx))
+			sessDone = nil
+		case resp := <-result:
+			// Everything the request sent before it returned is queued by
+			// now: deliver it, then the response.
+			for {
+				select {
+				case n := <-rs.notifications:
+					p.sendNotification(n)
+					continue
+				case m := <-rs.requests:
+					p.send(m)
+					continue
+				default:
+				}
+				break
+			}
+			p.respond(resp)
+			return
+		}
+	}
+}
+
+// postStream is the response to one POSTed request, upgraded to SSE on the
+// first message the request sends.
+type postStream struct {
+	h    *Handler
+	w    http.ResponseWriter
+	ctx  context.Context
+	sess *session
+	sse  *sseStream
+	lost int
+}
+
+func (p *postStream) upgrade() bool {
+	if p.sse != nil {
+		return !p.sse.dying()
+	}
+	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	p.h.postStreams.Add(1)
+	p.sess.addPostStream(p.sse)
+	if !p.sess.active() {
+		p.sse.close(context.Cause(p.sess.ctx))
+	}
+	return p.sse.start(p.sess.id) == nil
+}
+
+func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
+	b, err := json.Marshal(n)
+	if err != nil {
+		p.h.log.Error("lifeline: dropping a notification that does not encode",
+			"session", p.sess.id, "method", n.Method, "err", err)
+		return
+	}
+	p.send(b)
+}
+
+func (p *postStream) send(msg []byte) {
+	if !p.upgrade() || p.sse.event(msg) != nil {
+		p.lost++
+	}
+}
+
+func (p *postStream) keepalive() {
+	if p.sse == nil {
+		p.upgrade() // the opening comment is the keep-alive
+		return
+	}
+	if !p.sse.dying() {
+		_ = p.sse.comment("keepalive")
+	}
+}
+
+func (p *postStream) closeOnOverflow() {
+	if p.upgrade() {
+		p.sse.close(errQueueOverflow)
+	}
+}
+
+func (p *postStream) respond(resp mcp.JSONRPCMessage) {
+	if p.sse == nil {
+		writeJSON(p.w, resp, p.sess.id, p.h.cfg.WriteTimeout)
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		p.h.log.Error("lifeline: response does not encode", "session", p.sess.id, "err", err)
+		p.lost++
+		return
+	}
+	p.send(b)
+}
+
+func (p *postStream) finish() {
+	if p.lost > 0 {
+		p.h.log.Info("lifeline: messages for a request could not be written: its client is gone",
+			"session", p.sess.id, "messages", p.lost)
+	}
+	if p.sse != nil {
+		p.sess.removePostStream(p.sse)
+		p.h.postStreams.Add(-1)
+	}
+}
+
+// writeJSON answers with one JSON-RPC message as application/json, under a
+// write deadline. A nil message is answered with 202 and no body.
+func writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, timeout time.Duration) {
+	if sessionID != "" {
+		w.Header().Set(headerSessionID, sessionID)
+	}
+	if msg == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		writeFailure(w, errInternal("the response does not encode: "+err.Error()))
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
+	if rc.Flush() == nil {
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+}

@@ -1,0 +1,226 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Session states. A session only moves forward: active, terminating (DELETE,
+// expiry or Shutdown has begun: no new stream or request starts), terminated
+// (its streams and workers are gone and it is unregistered).
+const (
+	stateActive int32 = iota
+	stateTerminating
+	stateTerminated
+)
+
+// Termination causes, seen by pending server-to-client requests and logs.
+var (
+	errDeleted  = errors.New("session terminated by DELETE")
+	errExpired  = errors.New("session expired after its idle TTL")
+	errShutdown = errors.New("server shutting down")
+)
+
+// session is one MCP session: the server.ClientSession handed to mcp-go and
+// the transport's lifecycle state for it.
+type session struct {
+	mcpState
+	h  *Handler
+	id string
+
+	// ctx ends when the session starts terminating; in-flight requests and
+	// pending server-to-client requests watch it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// notifications and requests are bound for the standalone GET stream.
+	// Only the live GET handler reads them; between streams they stay
+	// queued for the next one.
+	notifications chan mcp.JSONRPCNotification
+	requests      chan []byte
+
+	life  sync.Mutex // serializes GET admission with termination
+	state atomic.Int32
+
+	mu    sync.Mutex // guards the fields below
+	get   *getStream
+	carry [][]byte // messages a failed stream took but could not write
+	posts map[*sseStream]struct{}
+	work  int           // running POST workers
+	idle  chan struct{} // closed when work drops to zero while terminating
+
+	calls callTable
+}
+
+func newSession(h *Handler, id string) *session {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &session{
+		h:             h,
+		id:            id,
+		ctx:           ctx,
+		cancel:        cancel,
+		notifications: make(chan mcp.JSONRPCNotification, h.cfg.QueueSize),
+		requests:      make(chan []byte, h.cfg.QueueSize),
+		posts:         make(map[*sseStream]struct{}),
+		calls:         newCallTable(),
+	}
+}
+
+// SessionID implements server.ClientSession.
+func (s *session) SessionID() string { return s.id }
+
+// NotificationChannel implements server.ClientSession: what mcp-go sends
+// here goes on the session's GET stream.
+func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notifications }
+
+// UpgradeToSSEWhenReceiveNotification implements
+// server.SessionWithStreamableHTTPConfig. mcp-go calls it just before each
+// non-blocking send to NotificationChannel, which lets the transport see an
+// overflow coming: the stream that is not keeping up is closed (its client
+// reconnects and receives what is queued) and the event is logged.
+func (s *session) UpgradeToSSEWhenReceiveNotification() {
+	if len(s.notifications) < cap(s.notifications) {
+		return
+	}
+	s.h.log.Warn("lifeline: session queue full; closing its GET stream",
+		"session", s.id, "queue", cap(s.notifications))
+	if g := s.liveGet(); g != nil {
+		g.close(errQueueOverflow)
+	}
+}
+
+var errQueueOverflow = errors.New("outbound queue overflowed")
+
+func (s *session) active() bool { return s.state.Load() == stateActive }
+
+func (s *session) liveGet() *getStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.get
+}
+
+// beginWork registers a POST worker; it fails once the session terminates.
+func (s *session) beginWork() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active() {
+		return false
+	}
+	s.work++
+	return true
+}
+
+func (s *session) endWork() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.work--
+	if s.work == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+func (s *session) addPostStream(st *sseStream) {
+	s.mu.Lock()
+	s.posts[st] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *session) removePostStream(st *sseStream) {
+	s.mu.Lock()
+	delete(s.posts, st)
+	s.mu.Unlock()
+}
+
+// requeue keeps a message that a stream took off the queue but could not
+// write, so the next stream writes it first.
+func (s *session) requeue(msg []byte) {
+	s.mu.Lock()
+	s.carry = append(s.carry, msg)
+	s.mu.Unlock()
+}
+
+func (s *session) takeCarry() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.carry
+	s.carry = nil
+	return c
+}
+
+// beginTerminate moves an active session to terminating, cancels its
+// requests and closes its streams, interrupting blocked writes. It reports
+// whether this call started the termination, and returns the channels that
+// close once the session's GET handler and POST workers have exited.
+// Callers hold s.life.
+func (s *session) beginTerminate(cause error) (started bool, exits []<-chan struct{}) {
+	if !s.state.CompareAndSwap(stateActive, stateTerminating) {
+		return false, nil
+	}
+	s.cancel(cause)
+	s.calls.failAll(fmt.Errorf("lifeline: %w", cause))
+	s.mu.Lock()
+	g := s.get
+	posts := make([]*sseStream, 0, len(s.posts))
+	for st := range s.posts {
+		posts = append(posts, st)
+	}
+	if s.work > 0 {
+		s.idle = make(chan struct{})
+		exits = append(exits, s.idle)
+	}
+	s.mu.Unlock()
+
+	for _, st := range posts {
+		st.close(cause)
+	}
+	if g != nil {
+		g.close(cause)
+		exits = append(exits, g.done)
+	}
+	return true, exits
+}
+
+// finishTerminate unregisters a terminating session everywhere. Callers
+// hold s.life.
+func (s *session) finishTerminate(ctx context.Context) {
+	if !s.state.CompareAndSwap(stateTerminating, stateTerminated) {
+		return
+	}
+	s.h.removeSession(s.id)
+	s.h.mcp.UnregisterSession(ctx, s.id)
+	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
+		s.h.log.Warn("lifeline: store terminate failed", "session", s.id, "err", err)
+	}
+}
+
+// terminate runs the whole termination path and waits, bounded by the
+// cleanup timeout, for the session's handlers to exit. It reports whether
+// this call terminated the session.
+func (s *session) terminate(cause error) bool {
+	s.life.Lock()
+	defer s.life.Unlock()
+	started, exits := s.beginTerminate(cause)
+	if !started {
+		return false
+	}
+	s.h.waitExits(s.id, exits, nil)
+	s.finishTerminate(context.Background())
+	return true
+}
+
+var _ server.ClientSession = (*session)(nil)
+
+// busy reports whether the session has an open GET stream or a running
+// request, either of which counts as activity.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.get != nil || s.work > 0
+}

@@ -1,0 +1,223 @@
+package streamable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// pingsKeptPerStream is how many of a stream's most recent ping ids are
+// remembered for pong matching; older pongs are accepted but ignored.
+const pingsKeptPerStream = 4
+
+// callTable issues the ids of server-to-client requests (pings included)
+// for one session and routes the client's responses to them. Ids are unique
+// within the session.
+type callTable struct {
+	mu      sync.Mutex
+	last    int64
+	pings   map[int64]*getStream
+	waiting map[int64]chan callResult
+	failed  error
+}
+
+type callResult struct {
+	result json.RawMessage
+	err    error
+}
+
+func newCallTable() callTable {
+	return callTable{pings: make(map[int64]*getStream), waiting: make(map[int64]chan callResult)}
+}
+
+// newPing issues a ping id owned by stream g.
+func (t *callTable) newPing(g *getStream) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last++
+	id := t.last
+	t.pings[id] = g
+	g.pingIDs = append(g.pingIDs, id)
+	if len(g.pingIDs) > pingsKeptPerStream {
+		delete(t.pings, g.pingIDs[0])
+		g.pingIDs = g.pingIDs[1:]
+	}
+	return id
+}
+
+// forgetPings drops every ping id of a stream that has ended.
+func (t *callTable) forgetPings(g *getStream) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range g.pingIDs {
+		delete(t.pings, id)
+	}
+	g.pingIDs = nil
+}
+
+// newCall issues an id for a server-to-client request and the channel its
+// response arrives on.
+func (t *callTable) newCall() (int64, chan callResult, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failed != nil {
+		return 0, nil, t.failed
+	}
+	t.last++
+	ch := make(chan callResult, 1)
+	t.waiting[t.last] = ch
+	return t.last, ch, nil
+}
+
+func (t *callTable) dropCall(id int64) {
+	t.mu.Lock()
+	delete(t.waiting, id)
+	t.mu.Unlock()
+}
+
+// failAll fails every pending request with err, and every later one.
+func (t *callTable) failAll(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed = err
+	for id, ch := range t.waiting {
+		ch <- callResult{err: err}
+		delete(t.waiting, id)
+	}
+}
+
+// deliver routes a response the client POSTed. It reports false for an id
+// this session never issued.
+func (t *callTable) deliver(rawID json.RawMessage, result, rpcErr json.RawMessage) bool {
+	id, err := strconv.ParseInt(string(rawID), 10, 64)
+	if err != nil || id < 1 {
+		return false
+	}
+	t.mu.Lock()
+	if id > t.last {
+		t.mu.Unlock()
+		return false
+	}
+	g := t.pings[id]
+	ch := t.waiting[id]
+	delete(t.waiting, id)
+	t.mu.Unlock()
+	switch {
+	case g != nil:
+		g.tracker.Pong()
+	case ch != nil:
+		r := callResult{result: result}
+		if len(rpcErr) > 0 && string(rpcErr) != "null" {
+			r.err = clientError(rpcErr)
+		}
+		ch <- r
+	}
+	// Otherwise a late answer to a request that already ended: accepted
+	// and ignored.
+	return true
+}
+
+func clientError(raw json.RawMessage) error {
+	var e struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return fmt.Errorf("client returned an error: %s", raw)
+	}
+	return fmt.Errorf("client returned error %d: %s", e.Code, e.Message)
+}
+
+var errQueueFull = errors.New("lifeline: outbound request queue is full")
+
+// call sends a server-to-client request on queue and waits for the client's
+// answer, ctx, or the end of the session.
+func (s *session) call(ctx context.Context, queue chan []byte, method string, params any) (json.RawMessage, error) {
+	id, ch, err := s.calls.newCall()
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.dropCall(id)
+	msg, err := json.Marshal(mcp.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(id),
+		Request: mcp.Request{Method: method},
+		Params:  params,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lifeline: encode %s request: %w", method, err)
+	}
+	select {
+	case queue <- msg:
+	default:
+		return nil, fmt.Errorf("%w (%s)", errQueueFull, method)
+	}
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lifeline: %s: %w", method, ctx.Err())
+	case <-s.ctx.Done():
+		return nil, fmt.Errorf("lifeline: %s: %w", method, context.Cause(s.ctx))
+	}
+}
+
+func (s *session) requestSampling(ctx context.Context, q chan []byte, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	raw, err := s.call(ctx, q, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("lifeline: decode sampling result: %w", err)
+	}
+	if res.Content, err = mcp.ParseSamplingContent(res.Content); err != nil {
+		return nil, fmt.Errorf("lifeline: decode sampling content: %w", err)
+	}
+	return &res, nil
+}
+
+func (s *session) requestElicitation(ctx context.Context, q chan []byte, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := s.call(ctx, q, string(mcp.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("lifeline: decode elicitation result: %w", err)
+	}
+	return &res, nil
+}
+
+func (s *session) listRoots(ctx context.Context, q chan []byte, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	raw, err := s.call(ctx, q, string(mcp.MethodListRoots), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ListRootsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("lifeline: decode roots result: %w", err)
+	}
+	return &res, nil
+}
+
+// RequestSampling implements server.SessionWithSampling; outside a request
+// the request goes on the GET stream.
+func (s *session) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return s.requestSampling(ctx, s.requests, req)
+}
+
+// RequestElicitation implements server.SessionWithElicitation.
+func (s *session) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return s.requestElicitation(ctx, s.requests, req)
+}
+
+// ListRoots implements server.SessionWithRoots.
+func (s *session) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return s.listRoots(ctx, s.requests, req)
+}

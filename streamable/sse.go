@@ -1,0 +1,127 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errStreamClosed is the cause given to a stream closed by the transport.
+var errStreamClosed = errors.New("stream closed")
+
+// sseStream is one open SSE response, the standalone GET stream or an
+// upgraded POST response. Only the handler goroutine that owns the response
+// writes to it; close may be called from any goroutine and interrupts a
+// write that is blocked on the network.
+type sseStream struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex // guards closed and the write deadline
+	closed  bool
+	started bool // headers and the opening comment are out; owner goroutine only
+	failed  atomic.Bool
+}
+
+func newSSEStream(parent context.Context, w http.ResponseWriter, writeTimeout time.Duration) *sseStream {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &sseStream{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, ctx: ctx, cancel: cancel}
+}
+
+// start writes the SSE headers and an opening comment, which makes
+// intermediaries flush the headers at once.
+func (s *sseStream) start(sessionID string) error {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	if sessionID != "" {
+		h.Set(headerSessionID, sessionID)
+	}
+	s.started = true
+	return s.write(func() error {
+		s.w.WriteHeader(http.StatusOK)
+		_, err := s.w.Write([]byte(": stream open\n\n"))
+		return err
+	})
+}
+
+// event writes one JSON-RPC message as an SSE "message" event.
+func (s *sseStream) event(data []byte) error {
+	return s.write(func() error {
+		buf := make([]byte, 0, len(data)+24)
+		buf = append(buf, "event: message\ndata: "...)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+		_, err := s.w.Write(buf)
+		return err
+	})
+}
+
+// comment writes an SSE comment line, which clients ignore.
+func (s *sseStream) comment(text string) error {
+	return s.write(func() error {
+		_, err := fmt.Fprintf(s.w, ": %s\n\n", text)
+		return err
+	})
+}
+
+// write runs fn and flushes under a fresh write deadline. A failed write
+// marks the stream failed and cancels its context.
+func (s *sseStream) write(fn func() error) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return context.Cause(s.ctx)
+	}
+	// Errors are ignored: a writer without deadline support still works,
+	// only without the bound.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	s.mu.Unlock()
+
+	err := fn()
+	if err == nil {
+		err = s.rc.Flush()
+	}
+
+	s.mu.Lock()
+	if !s.closed {
+		// Clear the deadline so it cannot fire on an idle stream or on the
+		// next request of a kept-alive connection.
+		_ = s.rc.SetWriteDeadline(time.Time{})
+	}
+	s.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("sse write: %w", err)
+		s.failed.Store(true)
+		s.cancel(err)
+	}
+	return err
+}
+
+// close ends the stream: its context is cancelled with cause and a write
+// blocked on the network is interrupted at once. It is idempotent.
+func (s *sseStream) close(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.cancel(cause)
+	_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
+}
+
+// dying reports whether the stream can no longer deliver: closed, its
+// request gone, or a write failed.
+func (s *sseStream) dying() bool {
+	return s.ctx.Err() != nil || s.failed.Load()
+}

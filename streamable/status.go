@@ -1,0 +1,155 @@
+package streamable
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// JSON-RPC error codes used in error bodies.
+const (
+	codeParseError      = -32700
+	codeInvalidRequest  = -32600
+	codeServerError     = -32000
+	codeSessionNotFound = -32001
+)
+
+// failure is an HTTP error answer: a status and a JSON-RPC error body that
+// says what was wrong. Every status the transport answers with other than
+// 200 and 202 is built by one of the constructors below, so the whole status
+// policy reads in one place.
+type failure struct {
+	status     int
+	code       int
+	message    string
+	id         json.RawMessage
+	retryAfter time.Duration
+	allow      string
+}
+
+func (f *failure) Error() string { return fmt.Sprintf("%d: %s", f.status, f.message) }
+
+// 400 Bad Request.
+func errMissingSessionID() *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)"}
+}
+
+func errInitializeWithSession() *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Bad Request: initialize must not carry an Mcp-Session-Id header"}
+}
+
+func errParse(detail string) *failure {
+	return &failure{status: http.StatusBadRequest, code: codeParseError,
+		message: "Parse error: " + detail}
+}
+
+func errInvalidMessage(detail string) *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Invalid Request: " + detail}
+}
+
+func errUnsupportedVersion(v string) *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, supportedVersionList)}
+}
+
+func errUnknownResponseID(id json.RawMessage) *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest, id: id,
+		message: fmt.Sprintf("Bad Request: no request with id %s was sent to this session", id)}
+}
+
+// 404 Not Found: unknown, expired or terminated sessions alike.
+func errSessionNotFound() *failure {
+	return &failure{status: http.StatusNotFound, code: codeSessionNotFound,
+		message: "Session not found"}
+}
+
+// 405 Method Not Allowed.
+func errMethodNotAllowed() *failure {
+	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "GET, POST, DELETE",
+		message: "Method Not Allowed: use POST, GET or DELETE"}
+}
+
+// 406 Not Acceptable.
+func errNotAcceptablePost() *failure {
+	return &failure{status: http.StatusNotAcceptable, code: codeServerError,
+		message: "Not Acceptable: Accept must list both application/json and text/event-stream"}
+}
+
+func errNotAcceptableGet() *failure {
+	return &failure{status: http.StatusNotAcceptable, code: codeServerError,
+		message: "Not Acceptable: Accept must list text/event-stream"}
+}
+
+// 409 Conflict.
+func errStreamConflict() *failure {
+	return &failure{status: http.StatusConflict, code: codeServerError,
+		message: "Conflict: Only one SSE stream is allowed per session, and this session's stream is live"}
+}
+
+// 413 Content Too Large.
+func errBodyTooLarge(limit int64) *failure {
+	return &failure{status: http.StatusRequestEntityTooLarge, code: codeInvalidRequest,
+		message: fmt.Sprintf("Request body exceeds the limit of %d bytes", limit)}
+}
+
+// 415 Unsupported Media Type.
+func errContentType(got string) *failure {
+	return &failure{status: http.StatusUnsupportedMediaType, code: codeInvalidRequest,
+		message: fmt.Sprintf("Unsupported Media Type: Content-Type must be application/json, got %q", got)}
+}
+
+// 503 Service Unavailable.
+func errTooManySessions(limit int, retry time.Duration) *failure {
+	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
+		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d sessions; retry later", limit)}
+}
+
+func errShuttingDown() *failure {
+	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: DefaultRetryAfter,
+		message: "Service Unavailable: the server is shutting down"}
+}
+
+func errStore(err error) *failure {
+	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: time.Second,
+		message: "Service Unavailable: session store error: " + err.Error()}
+}
+
+// 500 Internal Server Error.
+func errInternal(detail string) *failure {
+	return &failure{status: http.StatusInternalServerError, code: codeServerError,
+		message: "Internal error: " + detail}
+}
+
+// writeFailure answers with f's status and JSON-RPC error body.
+func writeFailure(w http.ResponseWriter, f *failure) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if f.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((f.retryAfter+time.Second-1)/time.Second)))
+	}
+	if f.allow != "" {
+		h.Set("Allow", f.allow)
+	}
+	id := f.id
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{f.code, f.message}})
+	w.WriteHeader(f.status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,7 @@
+// Package testutil holds what black-box tests of an MCP Streamable HTTP
+// server need: a raw MCP HTTP client that speaks the wire protocol (so a
+// test sees exactly what a client sees), a stalled reader (a GET whose TCP
+// connection is never read), barriers for deterministic races, bounded
+// waits, and a goroutine-leak check. It is used by lifeline's own tests and
+// is meant for users' tests of their servers too.
+package testutil

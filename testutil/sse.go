@@ -1,0 +1,104 @@
+package testutil
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Event is one item read from an SSE stream: a message event or a comment.
+type Event struct {
+	// Comment is the text of a comment line (": text"), if this is a comment.
+	Comment string
+	// Name is the event name ("message" when absent).
+	Name string
+	// Data is the event's data, lines joined by "\n".
+	Data string
+}
+
+// IsComment reports whether the event is a comment line.
+func (e Event) IsComment() bool { return e.Name == "" && e.Data == "" }
+
+// Message decodes the event's data as a JSON-RPC message.
+func (e Event) Message() (Message, error) {
+	var m Message
+	if err := json.Unmarshal([]byte(e.Data), &m); err != nil {
+		return m, fmt.Errorf("decode SSE data %q: %w", e.Data, err)
+	}
+	return m, nil
+}
+
+// Message is a decoded JSON-RPC message.
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+// RPCError is a JSON-RPC error object.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// IsRequest reports whether m is a request (a method and an id).
+func (m Message) IsRequest() bool { return m.Method != "" && len(m.ID) > 0 }
+
+// IsNotification reports whether m is a notification (a method, no id).
+func (m Message) IsNotification() bool { return m.Method != "" && len(m.ID) == 0 }
+
+// SSEReader parses an SSE byte stream into events, comments included.
+type SSEReader struct {
+	r *bufio.Reader
+}
+
+// NewSSEReader reads events from r.
+func NewSSEReader(r io.Reader) *SSEReader { return &SSEReader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+// Next returns the next event or comment; io.EOF at the end of the stream.
+func (s *SSEReader) Next() (Event, error) {
+	var ev Event
+	var data []string
+	have := false
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			if err == io.EOF && have {
+				ev.Data = strings.Join(data, "\n")
+				return ev, nil
+			}
+			return Event{}, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if have {
+				ev.Data = strings.Join(data, "\n")
+				if ev.Name == "" && len(data) > 0 {
+					ev.Name = "message"
+				}
+				return ev, nil
+			}
+		case strings.HasPrefix(line, ":"):
+			if !have {
+				// A comment stands alone; report it at once.
+				return Event{Comment: strings.TrimSpace(line[1:])}, nil
+			}
+		default:
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			have = true
+			switch field {
+			case "event":
+				ev.Name = value
+			case "data":
+				data = append(data, value)
+			}
+		}
+	}
+}
