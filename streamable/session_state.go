@@ -70,7 +70,11 @@ func (s *mcpState) SetClientCapabilities(c mcp.ClientCapabilities) {
 }
 
 // ProtocolVersion implements server.SessionWithProtocolVersion.
-func (s *mcpState) ProtocolVersion() string { s.mu.RLock(); defer s.mu.RUnlock(); return s.protocolVersion }
+func (s *mcpState) ProtocolVersion() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.protocolVersion
+}
 
 // SetProtocolVersion records the version negotiated by initialize.
 func (s *mcpState) SetProtocolVersion(v string) { s.mu.Lock(); s.protocolVersion = v; s.mu.Unlock() }
