@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
@@ -34,7 +35,7 @@ type rig struct {
 // newRig serves the demo MCP server through a lifeline transport on a
 // loopback httptest server. Zero fields of cfg take test defaults: a 5 ms
 // heartbeat and a quiet logger.
-func newRig(t *testing.T, cfg streamable.Config) *rig {
+func newRig(t *testing.T, cfg streamable.Config, setup ...func(*server.MCPServer)) *rig {
 	t.Helper()
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = testHeartbeat
@@ -46,7 +47,11 @@ func newRig(t *testing.T, cfg streamable.Config) *rig {
 		}
 		cfg.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	h := streamable.New(demotools.NewServer("lifeline-test", "1"), cfg)
+	mcpServer := demotools.NewServer("lifeline-test", "1")
+	for _, f := range setup {
+		f(mcpServer)
+	}
+	h := streamable.New(mcpServer, cfg)
 	ts := httptest.NewServer(h)
 	r := &rig{t: t, h: h, ts: ts}
 	t.Cleanup(func() {

@@ -1,10 +1,13 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -31,8 +34,23 @@ type Stream struct {
 // OpenStream opens the session's GET stream. A non-200 answer is returned
 // as a Stream with Status and Body set and nothing to read.
 func (c *Client) OpenStream(ctx context.Context) (*Stream, error) {
+	return c.open(ctx, http.MethodGet, nil)
+}
+
+// PostStream POSTs one JSON-RPC message built from v and returns its answer
+// as a Stream, to read an SSE response event by event while it is still
+// open. A JSON answer arrives as one event carrying the message.
+func (c *Client) PostStream(ctx context.Context, v any) (*Stream, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode message: %w", err)
+	}
+	return c.open(ctx, http.MethodPost, body)
+}
+
+func (c *Client) open(ctx context.Context, method string, body []byte) (*Stream, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := c.NewRequest(ctx, http.MethodGet, nil)
+	req, err := c.NewRequest(ctx, method, body)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -44,10 +62,17 @@ func (c *Client) OpenStream(ctx context.Context) (*Stream, error) {
 	}
 	s := &Stream{Status: resp.StatusCode, Header: resp.Header, c: c, cancel: cancel,
 		events: make(chan Event, 1<<14), ended: make(chan struct{})}
-	if resp.StatusCode != http.StatusOK {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 		s.Body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
-		s.err = fmt.Errorf("GET answered %d", resp.StatusCode)
+		if resp.StatusCode == http.StatusOK && len(s.Body) > 0 {
+			s.events <- Event{Name: "message", Data: string(bytes.TrimSpace(s.Body))}
+		}
+		s.err = fmt.Errorf("%s answered %d", method, resp.StatusCode)
+		if resp.StatusCode == http.StatusOK {
+			s.err = io.EOF
+		}
 		close(s.ended)
 		return s, nil
 	}

@@ -1,0 +1,114 @@
+// Command lifeline-demo serves an MCP server on lifeline's transport, with
+// the in-memory session store.
+//
+//	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
+//	    [-idle-ttl 30m] [-write-timeout 10s] [-debug]
+//
+// Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
+// notifications travel on the caller's GET stream; lifeline_progress
+// {steps}, whose progress and log notifications travel on the call's own
+// response. With -debug, /debug/pprof/ is served on the same listener.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/heartbeat"
+	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/server"
+	"github.com/lifeline-mcp/lifeline/streamable"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "lifeline-demo:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends, then shuts down. ready, when not nil, is called
+// with the listening address once the server accepts connections.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+	fs := flag.NewFlagSet("lifeline-demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	hb := fs.Duration("heartbeat", heartbeat.DefaultInterval, "ping interval on GET streams (0 disables)")
+	idle := fs.Duration("idle-ttl", streamable.DefaultIdleTTL, "idle session lifetime (0 disables expiry)")
+	wt := fs.Duration("write-timeout", streamable.DefaultWriteTimeout, "deadline of each stream write")
+	debug := fs.Bool("debug", false, "also serve /debug/pprof/ and log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	mux := http.NewServeMux()
+	srv := server.New(demotools.NewServer("lifeline-demo", "0.1.0"),
+		server.WithHeartbeatInterval(orDisabled(*hb)),
+		server.WithSessionIdleTTL(orDisabled(*idle)),
+		server.WithWriteTimeout(*wt),
+		server.WithStreamableHTTPLogger(logger),
+		server.WithStreamableHTTPServer(&http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}),
+	)
+	mux.Handle(server.DefaultEndpointPath, srv)
+	if *debug {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	logger.Info("lifeline-demo serving MCP", "url", "http://"+l.Addr().String()+server.DefaultEndpointPath,
+		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	if ready != nil {
+		ready(l.Addr().String())
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// orDisabled maps a zero flag value to streamable.Disabled.
+func orDisabled(d time.Duration) time.Duration {
+	if d == 0 {
+		return streamable.Disabled
+	}
+	return d
+}

@@ -1,0 +1,163 @@
+// Package server is what a hosted MCP server starts: lifeline's transport
+// with its HTTP server, a drop-in for mcp-go's StreamableHTTPServer. Swapping
+// is one line:
+//
+//	httpServer := server.NewStreamableHTTPServer(mcpServer)   // mcp-go
+//	httpServer := lifeline.NewStreamableHTTPServer(mcpServer) // lifeline
+//
+// with lifeline imported as "github.com/lifeline-mcp/lifeline/server".
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/streamable"
+)
+
+// DefaultEndpointPath is where Start serves the MCP endpoint.
+const DefaultEndpointPath = "/mcp"
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithEndpointPath sets the path Start serves the endpoint on (default
+// "/mcp"). Like mcp-go's option of the same name, it has no effect when the
+// Server is used as an http.Handler.
+func WithEndpointPath(path string) Option {
+	return func(s *Server) { s.endpointPath = "/" + strings.Trim(path, "/") }
+}
+
+// WithHeartbeatInterval sets the ping interval on GET streams (default 20 s;
+// streamable.Disabled turns heartbeats off).
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(s *Server) { s.cfg.HeartbeatInterval = d }
+}
+
+// WithSessionIdleTTL sets how long an idle session lives (default 30 min;
+// streamable.Disabled keeps sessions until DELETE).
+func WithSessionIdleTTL(d time.Duration) Option {
+	return func(s *Server) { s.cfg.IdleTTL = d }
+}
+
+// WithWriteTimeout bounds every write to a stream (default 10 s).
+func WithWriteTimeout(d time.Duration) Option {
+	return func(s *Server) { s.cfg.WriteTimeout = d }
+}
+
+// WithStreamableHTTPLogger sets the transport's logger (default slog.Default()).
+func WithStreamableHTTPLogger(l *slog.Logger) Option {
+	return func(s *Server) { s.cfg.Logger = l }
+}
+
+// WithStreamableHTTPServer makes Start and Shutdown use srv. Its Handler,
+// when set, must route the endpoint to this Server itself; when nil, Start
+// sets it to a mux serving the endpoint path.
+func WithStreamableHTTPServer(srv *http.Server) Option {
+	return func(s *Server) { s.httpServer = srv }
+}
+
+// WithConfig sets every transport setting at once; options after it can
+// still change single fields.
+func WithConfig(cfg streamable.Config) Option {
+	return func(s *Server) { s.cfg = cfg }
+}
+
+// Server is a lifeline transport together with the HTTP server that Start
+// runs it on. It is an http.Handler for the MCP endpoint.
+type Server struct {
+	cfg          streamable.Config
+	endpointPath string
+	handler      *streamable.Handler
+
+	mu         sync.Mutex
+	httpServer *http.Server
+}
+
+// New returns a Server for mcpServer. Its transport is live at once, as an
+// http.Handler or through Start.
+func New(mcpServer *mcpserver.MCPServer, opts ...Option) *Server {
+	s := &Server{endpointPath: DefaultEndpointPath}
+	for _, o := range opts {
+		o(s)
+	}
+	s.handler = streamable.New(mcpServer, s.cfg)
+	return s
+}
+
+// NewStreamableHTTPServer is New, named like mcp-go's constructor so that a
+// swap is a one-line change.
+func NewStreamableHTTPServer(mcpServer *mcpserver.MCPServer, opts ...Option) *Server {
+	return New(mcpServer, opts...)
+}
+
+// ServeHTTP serves the MCP endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Handler returns the transport, for its Stats.
+func (s *Server) Handler() *streamable.Handler { return s.handler }
+
+func (s *Server) server(addr string) (*http.Server, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.httpServer == nil {
+		s.httpServer = &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	}
+	srv := s.httpServer
+	if srv.Handler == nil {
+		mux := http.NewServeMux()
+		mux.Handle(s.endpointPath, s)
+		srv.Handler = mux
+	}
+	switch {
+	case srv.Addr == "":
+		srv.Addr = addr
+	case addr != "" && srv.Addr != addr:
+		return nil, fmt.Errorf("lifeline: conflicting listen address: server has %q, Start got %q", srv.Addr, addr)
+	}
+	return srv, nil
+}
+
+// Start listens on addr and serves until Shutdown, when it returns
+// http.ErrServerClosed.
+func (s *Server) Start(addr string) error {
+	srv, err := s.server(addr)
+	if err != nil {
+		return err
+	}
+	return srv.ListenAndServe()
+}
+
+// Serve serves on l until Shutdown, when it returns http.ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	srv, err := s.server("")
+	if err != nil {
+		return err
+	}
+	return srv.Serve(l)
+}
+
+// Shutdown stops the transport (every session terminated, every stream
+// closed, blocked writes interrupted, handlers waited for) and then the HTTP
+// server, all bounded by ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.handler.Shutdown(ctx)
+	s.mu.Lock()
+	srv := s.httpServer
+	s.mu.Unlock()
+	if srv != nil {
+		if herr := srv.Shutdown(ctx); herr != nil && !errors.Is(herr, http.ErrServerClosed) {
+			err = errors.Join(err, fmt.Errorf("lifeline: http server shutdown: %w", herr))
+		}
+	}
+	return err
+}
