@@ -69,7 +69,12 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 				return nil, errStreamConflict()
 			}
 		default:
-			return nil, errStreamConflict()
+			// A client that closed its stream and reconnected at once can
+			// be faster than the server noticing the close: give the old
+			// handler a moment to exit before answering 409.
+			if !h.awaitExit(r.Context(), old, conflictGrace) {
+				return nil, errStreamConflict()
+			}
 		}
 	}
 }
@@ -135,6 +140,10 @@ func (h *Handler) awaitExit(ctx context.Context, g *getStream, d time.Duration) 
 	}
 }
 
+// conflictGrace is how long a conflicting GET waits for an old stream that
+// shows no sign of dying before it is answered 409.
+const conflictGrace = 500 * time.Millisecond
+
 // probeWait is how long a conflicting GET waits for each probe's pong.
 func (h *Handler) probeWait() time.Duration {
 	return min(max(h.cfg.HeartbeatInterval, 100*time.Millisecond), 2*time.Second)
@@ -189,19 +198,25 @@ func (h *Handler) runGet(g *getStream) {
 	defer func() {
 		g.close(errStreamClosed)
 		sess.calls.forgetPings(g)
+		// The lease goes before the slot, so a GET that finds the slot
+		// free also finds the lease free.
+		if err := h.cfg.Store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
+			h.log.Warn("lifeline: release stream lease", "session", sess.id, "err", err)
+		}
 		sess.mu.Lock()
 		if sess.get == g {
 			sess.get = nil
 		}
 		sess.mu.Unlock()
-		if err := h.cfg.Store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
-			h.log.Warn("lifeline: release stream lease", "session", sess.id, "err", err)
-		}
 		h.getStreams.Add(-1)
 		close(g.done)
 	}()
 
 	if err := g.start(sess.id); err != nil {
+		if !g.begun() {
+			// Closed (by DELETE or Shutdown) before it began.
+			writeFailure(g.w, closedAnswer(context.Cause(g.ctx)))
+		}
 		return
 	}
 	carry := sess.takeCarry()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,13 @@ func wantStatus(t *testing.T, what string, got, want int, body []byte) {
 	if got != want {
 		t.Fatalf("%s: status %d, want %d (body %q)", what, got, want, body)
 	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -129,7 +129,7 @@ func (p *postStream) closeOnOverflow() {
 }
 
 func (p *postStream) respond(resp mcp.JSONRPCMessage) {
-	if p.sse == nil {
+	if p.sse == nil || !p.sse.begun() {
 		writeJSON(p.w, resp, p.sess.id, p.h.cfg.WriteTimeout)
 		return
 	}

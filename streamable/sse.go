@@ -25,9 +25,10 @@ type sseStream struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex // guards closed and the write deadline
+	mu      sync.Mutex // guards the flags below and the write deadline
 	closed  bool
-	started bool // headers and the opening comment are out; owner goroutine only
+	writing bool // a write is in progress
+	started bool // something was written: the response has begun
 	failed  atomic.Bool
 }
 
@@ -37,7 +38,8 @@ func newSSEStream(parent context.Context, w http.ResponseWriter, writeTimeout ti
 }
 
 // start writes the SSE headers and an opening comment, which makes
-// intermediaries flush the headers at once.
+// intermediaries flush the headers at once. If it fails before anything
+// was written (begun is false), the handler can still answer with a status.
 func (s *sseStream) start(sessionID string) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -46,7 +48,6 @@ func (s *sseStream) start(sessionID string) error {
 	if sessionID != "" {
 		h.Set(headerSessionID, sessionID)
 	}
-	s.started = true
 	return s.write(func() error {
 		s.w.WriteHeader(http.StatusOK)
 		_, err := s.w.Write([]byte(": stream open\n\n"))
@@ -82,6 +83,7 @@ func (s *sseStream) write(fn func() error) error {
 		s.mu.Unlock()
 		return context.Cause(s.ctx)
 	}
+	s.writing = true
 	// Errors are ignored: a writer without deadline support still works,
 	// only without the bound.
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
@@ -93,6 +95,8 @@ func (s *sseStream) write(fn func() error) error {
 	}
 
 	s.mu.Lock()
+	s.writing = false
+	s.started = true
 	if !s.closed {
 		// Clear the deadline so it cannot fire on an idle stream or on the
 		// next request of a kept-alive connection.
@@ -107,7 +111,7 @@ func (s *sseStream) write(fn func() error) error {
 	return err
 }
 
-// close ends the stream: its context is cancelled with cause and a write
+// close ends the stream: its context is cancelled with cause, and a write
 // blocked on the network is interrupted at once. It is idempotent.
 func (s *sseStream) close(cause error) {
 	s.mu.Lock()
@@ -117,11 +121,26 @@ func (s *sseStream) close(cause error) {
 	}
 	s.closed = true
 	s.cancel(cause)
-	_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
+	switch {
+	case s.writing:
+		// Interrupt the blocked write now.
+		_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
+	case s.started:
+		// The handler exits at its next select; bound the final flush
+		// net/http does after it.
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	}
 }
 
 // dying reports whether the stream can no longer deliver: closed, its
 // request gone, or a write failed.
 func (s *sseStream) dying() bool {
 	return s.ctx.Err() != nil || s.failed.Load()
+}
+
+// begun reports whether the response has begun.
+func (s *sseStream) begun() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
 }

@@ -59,6 +59,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// Listen before the transport starts its goroutines, so a bad address
+	// leaves nothing running.
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	mux := http.NewServeMux()
 	srv := server.New(demotools.NewServer("lifeline-demo", "0.1.0"),
 		server.WithHeartbeatInterval(orDisabled(*hb)),
@@ -80,10 +86,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 
-	l, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	logger.Info("lifeline-demo serving MCP", "url", "http://"+l.Addr().String()+server.DefaultEndpointPath,
 		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug)
 	served := make(chan error, 1)
