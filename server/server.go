@@ -81,6 +81,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	httpServer *http.Server
+	closed     bool // Shutdown was called: Start and Serve refuse
 }
 
 // New returns a Server for mcpServer. Its transport is live at once, as an
@@ -109,6 +110,9 @@ func (s *Server) Handler() *streamable.Handler { return s.handler }
 func (s *Server) server(addr string) (*http.Server, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, http.ErrServerClosed
+	}
 	if s.httpServer == nil {
 		s.httpServer = &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	}
@@ -128,7 +132,7 @@ func (s *Server) server(addr string) (*http.Server, error) {
 }
 
 // Start listens on addr and serves until Shutdown, when it returns
-// http.ErrServerClosed.
+// http.ErrServerClosed; after Shutdown it returns that at once.
 func (s *Server) Start(addr string) error {
 	srv, err := s.server(addr)
 	if err != nil {
@@ -137,10 +141,12 @@ func (s *Server) Start(addr string) error {
 	return srv.ListenAndServe()
 }
 
-// Serve serves on l until Shutdown, when it returns http.ErrServerClosed.
+// Serve serves on l until Shutdown, when it returns http.ErrServerClosed;
+// after Shutdown it returns that at once.
 func (s *Server) Serve(l net.Listener) error {
 	srv, err := s.server("")
 	if err != nil {
+		l.Close()
 		return err
 	}
 	return srv.Serve(l)
@@ -152,6 +158,7 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.handler.Shutdown(ctx)
 	s.mu.Lock()
+	s.closed = true
 	srv := s.httpServer
 	s.mu.Unlock()
 	if srv != nil {

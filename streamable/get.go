@@ -114,13 +114,31 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 	return g, nil, nil
 }
 
+// minLeaseTTL keeps a lease from lapsing between two heartbeats of a busy
+// stream when the heartbeat is very short.
+const minLeaseTTL = time.Second
+
 // leaseTTL is how long a stream lease lasts without renewal: long enough to
 // survive the missed-pong limit, renewed on every heartbeat.
 func (h *Handler) leaseTTL() time.Duration {
 	if h.sched == nil {
 		return 0
 	}
-	return time.Duration(h.cfg.MissedPongLimit+1) * h.cfg.HeartbeatInterval
+	return max(time.Duration(h.cfg.MissedPongLimit+1)*h.cfg.HeartbeatInterval, minLeaseTTL)
+}
+
+// renewLease extends g's lease. A lease that lapsed while nobody else took
+// it is taken again; one another holder took is lost.
+func (h *Handler) renewLease(g *getStream) error {
+	l, err := h.cfg.Store.RenewStream(g.ctx, g.lease, h.leaseTTL())
+	if errors.Is(err, sessionstore.ErrLeaseLost) {
+		l, err = h.cfg.Store.AcquireStream(g.ctx, g.sess.id, g.lease.Holder, h.leaseTTL())
+	}
+	if err != nil {
+		return fmt.Errorf("renew stream lease: %w", err)
+	}
+	g.lease = l
+	return nil
 }
 
 // awaitExit waits, at most d, for a stream's handler to exit.
@@ -249,7 +267,7 @@ func (h *Handler) runGet(g *getStream) {
 				g.close(errDeadPeer)
 				return
 			}
-			if _, err := h.cfg.Store.RenewStream(g.ctx, g.lease, h.leaseTTL()); err != nil {
+			if err := h.renewLease(g); err != nil {
 				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", sess.id, "err", err)
 				return
 			}

@@ -108,14 +108,20 @@ type Stats struct {
 	GetStreams int
 	// PostStreams is the number of POST responses upgraded to SSE and open.
 	PostStreams int
+	// QueuedMessages is the number of messages waiting in sessions' queues
+	// for their GET streams to write them.
+	QueuedMessages int
 }
 
 // Stats reports what the handler holds right now.
 func (h *Handler) Stats() Stats {
-	h.mu.Lock()
-	n := len(h.sessions)
-	h.mu.Unlock()
-	return Stats{Sessions: n, GetStreams: int(h.getStreams.Load()), PostStreams: int(h.postStreams.Load())}
+	sessions := h.snapshot()
+	queued := 0
+	for _, s := range sessions {
+		queued += len(s.notifications) + len(s.requests)
+	}
+	return Stats{Sessions: len(sessions), GetStreams: int(h.getStreams.Load()),
+		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued}
 }
 
 func (h *Handler) isShutting() bool {

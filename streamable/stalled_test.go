@@ -1,0 +1,162 @@
+package streamable_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+const (
+	floodCount = 200
+	floodBytes = 64 << 10 // 200 x 64 KiB = 12.5 MiB, far past any socket buffer
+)
+
+// stallStream opens c's GET stream from a client that never reads, floods
+// it, and waits until its handler is blocked in a write: the flood has been
+// queued and the queue stays put.
+func stallStream(t *testing.T, r *rig, c *testutil.Client) *testutil.StalledReader {
+	t.Helper()
+	ctx := testutil.Context(t, wait)
+	sr, err := testutil.DialStalledStream(ctx, r.ts.URL, c.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sr.Close() })
+	status, err := sr.Status(ctx)
+	if err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("stalled GET: %q, %v", status, err)
+	}
+	resp, err := c.CallTool(ctx, "lifeline_notify_session", map[string]any{"count": floodCount, "bytes": floodBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := resp.Last(); !strings.Contains(string(last.Result), fmt.Sprintf("sent %d notifications", floodCount)) {
+		t.Fatalf("flood: %s", last.Result)
+	}
+	prev := -1
+	testutil.Eventually(t, wait, "the stream's writer to block", func() bool {
+		q := r.h.Stats().QueuedMessages
+		stable := q > 0 && q == prev
+		prev = q
+		if !stable {
+			time.Sleep(20 * time.Millisecond) // spacing the samples of a bounded poll
+		}
+		return stable
+	})
+	return sr
+}
+
+func TestStalledReaderLosesStreamAfterWriteTimeoutAndNothingIsLost(t *testing.T) {
+	r := newRig(t, streamable.Config{WriteTimeout: 200 * time.Millisecond})
+	c := r.session()
+	stallStream(t, r, c)
+	// The blocked write times out, the handler exits, the session lives on.
+	testutil.Eventually(t, wait, "the stalled stream's handler to exit", func() bool {
+		return r.h.Stats().GetStreams == 0
+	})
+	if r.h.Stats().Sessions != 1 {
+		t.Fatal("the session was lost with its stream")
+	}
+	// A reconnecting reader gets everything that was not written to the
+	// stalled connection: a contiguous run ending with the last message.
+	s := r.stream(c)
+	ctx := testutil.Context(t, wait)
+	m, err := s.NextMatching(ctx, notPing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := seqOf(t, m)
+	for want := first + 1; want < floodCount; want++ {
+		m, err := s.NextMatching(ctx, notPing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seqOf(t, m); got != want {
+			t.Fatalf("after the stalled stream (first seq %d): seq %d, want %d", first, got, want)
+		}
+	}
+}
+
+// slowConfig makes a blocked write, left alone, outlast the test: only an
+// interruption can free the handler in time.
+var slowConfig = streamable.Config{WriteTimeout: time.Minute, CleanupTimeout: 30 * time.Second}
+
+func TestDeleteInterruptsABlockedWriteAtOnce(t *testing.T) {
+	r := newRig(t, slowConfig)
+	c := r.session()
+	stallStream(t, r, c)
+	start := time.Now()
+	resp, err := c.Delete(testutil.Context(t, wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	wantStatus(t, "DELETE", resp.Status, http.StatusOK, resp.Body)
+	if st := r.h.Stats(); st.GetStreams != 0 || st.Sessions != 0 {
+		t.Fatalf("after DELETE: %+v", st)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("DELETE took %v with a stalled reader; the blocked write was not interrupted", took)
+	}
+}
+
+func TestShutdownReturnsWithStalledReaders(t *testing.T) {
+	r := newRig(t, slowConfig)
+	for range 3 {
+		stallStream(t, r, r.session())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.h.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with stalled readers: %v", err)
+	}
+	if st := r.h.Stats(); st.GetStreams != 0 || st.Sessions != 0 {
+		t.Fatalf("after Shutdown: %+v", st)
+	}
+	c := r.client()
+	resp, err := c.Initialize(testutil.Context(t, wait))
+	if err == nil {
+		t.Fatalf("initialize after Shutdown succeeded: %+v", resp)
+	}
+	raw, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRPCError(t, "after Shutdown", raw.Status, http.StatusServiceUnavailable, raw.Body, "shutting down")
+	if raw.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+}
+
+func TestStalledPostStreamIsClosedOnOverflowAndSessionLives(t *testing.T) {
+	r := newRig(t, streamable.Config{QueueSize: 16, WriteTimeout: time.Minute})
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lifeline_progress",` +
+		`"arguments":{"steps":10000},"_meta":{"progressToken":"p"}}}`
+	sr, err := testutil.DialStalled(ctx, r.ts.URL, "POST", map[string]string{
+		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Session-Id": c.SessionID, "MCP-Protocol-Version": testutil.ProtocolVersion,
+	}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	// The request floods its own stream faster than a stalled client reads:
+	// the queue overflows, the stream is closed, the handler returns.
+	testutil.Eventually(t, wait, "the stalled POST to end", func() bool {
+		st := r.h.Stats()
+		return st.PostStreams == 0 && st.Sessions == 1
+	})
+	resp, err := c.CallTool(ctx, "echo", map[string]any{"text": "alive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "echo after stalled POST", resp.Status, http.StatusOK, resp.Body)
+}
