@@ -266,12 +266,21 @@ func TestShutdownBeforeServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer l.Close()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve after Shutdown returned %v, want http.ErrServerClosed", err)
+		}
+		// Like net/http's Serve ("Serve always returns a non-nil error and
+		// closes l"), it must not leave the port listening with nobody
+		// accepting, where connections would hang.
+		conn, err := net.DialTimeout("tcp", l.Addr().String(), time.Second)
+		if err == nil {
+			conn.Close()
+			t.Errorf("Serve after Shutdown returned but left its listener open: connections to %s are accepted by the kernel and never served", l.Addr())
 		}
 	case <-time.After(2 * time.Second):
 		resp, rerr := rawClient(t, "http://"+l.Addr().String()+server.DefaultEndpointPath).Call(ctx, "ping", nil)

@@ -160,3 +160,35 @@ func TestStalledPostStreamIsClosedOnOverflowAndSessionLives(t *testing.T) {
 	}
 	wantStatus(t, "echo after stalled POST", resp.Status, http.StatusOK, resp.Body)
 }
+
+func TestGetQueueOverflowClosesTheStalledStream(t *testing.T) {
+	r := newRig(t, streamable.Config{QueueSize: 8, WriteTimeout: time.Minute})
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	sr, err := testutil.DialStalledStream(ctx, r.ts.URL, c.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("stalled GET: %q, %v", status, err)
+	}
+	// The stream cannot keep up; once its queue is full the next send is
+	// refused (the sender is told) and the stream is closed long before
+	// its one-minute write timeout.
+	var refused bool
+	for !refused {
+		resp, err := c.CallTool(ctx, "lifeline_notify_session", map[string]any{"count": 50, "bytes": floodBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := resp.Last()
+		refused = strings.Contains(string(last.Result), "refused")
+	}
+	testutil.Eventually(t, wait, "the overflowing stream to close", func() bool {
+		return r.h.Stats().GetStreams == 0
+	})
+	if r.h.Stats().Sessions != 1 {
+		t.Fatal("the session was lost with its stream")
+	}
+}
