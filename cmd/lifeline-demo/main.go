@@ -93,16 +93,19 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if ready != nil {
 		ready(l.Addr().String())
 	}
+	var serveErr error
 	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
+	case serveErr = <-served:
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
+	if serveErr == nil {
+		serveErr = <-served
+	}
+	if !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
 	}
 	return err
 }
