@@ -52,10 +52,13 @@ type Config struct {
 	MaxSessions int
 	// MaxBodyBytes caps a POST body; larger bodies get 413. Default 4 MiB.
 	MaxBodyBytes int64
-	// QueueSize bounds each stream's outbound queue of notifications and
-	// server requests. When a queue overflows, the stream is closed (the
-	// client reconnects and gets what is still queued) and the event logged;
-	// the sender gets mcp-go's ErrNotificationChannelBlocked. Default 512.
+	// QueueSize bounds each stream's outbound queues: notifications, and
+	// server-to-client requests. A notification that finds its queue full
+	// is refused (the sender gets mcp-go's ErrNotificationChannelBlocked),
+	// the event is logged, and the stream's write deadline is cut to at
+	// most 1 s, so a stream whose client stopped reading is closed (its
+	// client reconnects to what is queued); a server request that finds its
+	// queue full fails with an error. Default 512.
 	QueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger

@@ -53,15 +53,17 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 // stream whose client has answered pings is probed, and taken over if it
 // has stopped answering; a live one gets 409.
 func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *failure) {
-	deadline := time.Now().Add(h.cfg.CleanupTimeout)
-	for {
+	// Each round either admits, answers, or waits (bounded) for an old
+	// stream to go; a few rounds cover a takeover racing another GET.
+	deadline := h.cfg.Clock.Now().Add(h.cfg.CleanupTimeout)
+	for range maxAdmitRounds {
 		g, old, f := h.claimGet(sess, w, r)
 		if g != nil || f != nil {
 			return g, f
 		}
 		switch {
 		case old.dying():
-			if !h.awaitExit(r.Context(), old, time.Until(deadline)) {
+			if !h.awaitExit(r.Context(), old, deadline.Sub(h.cfg.Clock.Now())) {
 				return nil, errStreamConflict()
 			}
 		case h.sched != nil && old.tracker.Answered():
@@ -77,7 +79,12 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 			}
 		}
 	}
+	return nil, errStreamConflict()
 }
+
+// maxAdmitRounds bounds how often a GET retries admission after an old
+// stream went away.
+const maxAdmitRounds = 3
 
 // claimGet takes the session's stream slot if it is free. Otherwise it
 // returns the stream that holds it. It is serialized with termination.
@@ -85,7 +92,7 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 	sess.life.Lock()
 	defer sess.life.Unlock()
 	if !sess.active() {
-		return nil, nil, errSessionNotFound()
+		return nil, nil, closedAnswer(context.Cause(sess.ctx))
 	}
 	if old := sess.liveGet(); old != nil {
 		return nil, old, nil
@@ -233,6 +240,7 @@ func (h *Handler) runGet(g *getStream) {
 	if err := g.start(sess.id); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
+			g.w.Header().Del(headerSessionID)
 			writeFailure(g.w, closedAnswer(context.Cause(g.ctx)))
 		}
 		return

@@ -4,8 +4,10 @@
 //
 // It serves protocol versions 2024-11-05 through 2025-11-25. Sessions are
 // created by initialize and live until DELETE, idle expiry or Shutdown;
-// each has at most one standalone GET stream, kept alive by JSON-RPC pings;
-// every write has a deadline, so no client can pin a handler.
+// each has at most one standalone GET stream, kept alive by JSON-RPC pings.
+// Every write to a stream or a response body has a deadline, and DELETE,
+// expiry and Shutdown interrupt a blocked one, so no client can pin a
+// handler.
 package streamable
 
 import (
@@ -109,7 +111,7 @@ type Stats struct {
 	// PostStreams is the number of POST responses upgraded to SSE and open.
 	PostStreams int
 	// QueuedMessages is the number of messages waiting in sessions' queues
-	// for their GET streams to write them.
+	// (and carried over from failed streams) for GET streams to write them.
 	QueuedMessages int
 }
 
@@ -118,7 +120,7 @@ func (h *Handler) Stats() Stats {
 	sessions := h.snapshot()
 	queued := 0
 	for _, s := range sessions {
-		queued += len(s.notifications) + len(s.requests)
+		queued += s.queued()
 	}
 	return Stats{Sessions: len(sessions), GetStreams: int(h.getStreams.Load()),
 		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued}
@@ -193,6 +195,11 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	}
 }
 
+// stallThreshold is the write deadline of a stream whose queue overflowed.
+func (h *Handler) stallThreshold() time.Duration {
+	return min(h.cfg.WriteTimeout/4, time.Second)
+}
+
 func isGone(err error) bool {
 	return errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrTerminated)
 }
@@ -245,7 +252,9 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	h.shutting = true
 	h.mu.Unlock()
 	close(h.stopSweep)
-	<-h.sweepDone
+	// The sweeper stops between sessions; an expiry in progress takes at
+	// most the cleanup timeout, and is joined at the end.
+	defer func() { <-h.sweepDone }()
 
 	sessions := h.snapshot()
 	var exits []<-chan struct{}
@@ -302,6 +311,11 @@ func (h *Handler) sweep() {
 func (h *Handler) sweepOnce() {
 	ctx := context.Background()
 	for _, s := range h.snapshot() {
+		select {
+		case <-h.stopSweep:
+			return
+		default:
+		}
 		if !s.active() {
 			continue
 		}

@@ -117,3 +117,25 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+type benchRig struct {
+	h  *streamable.Handler
+	ts *httptest.Server
+}
+
+// newBenchRig is newRig for benchmarks: the demo tools, quiet logs, shut
+// down when the benchmark ends (or earlier with shutdown).
+func newBenchRig(b *testing.B, cfg streamable.Config) *benchRig {
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := streamable.New(demotools.NewServer("lifeline-bench", "1"), cfg)
+	r := &benchRig{h: h, ts: httptest.NewServer(h)}
+	b.Cleanup(r.shutdown)
+	return r
+}
+
+func (r *benchRig) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_ = r.h.Shutdown(ctx)
+	r.ts.Close()
+}

@@ -123,44 +123,63 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII"))
 		return
 	}
-	sess := newSession(h, id)
-	if f := h.addSession(sess); f != nil {
+	sess, resp, f := h.createSession(r.Context(), id, env, body)
+	if f != nil {
 		writeFailure(w, f)
 		return
 	}
-	ctx := r.Context()
-	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: env.Params}, h.cfg.IdleTTL); err != nil {
-		h.removeSession(id)
-		if errors.Is(err, sessionstore.ErrExists) {
-			writeFailure(w, errInternal("the session id generator repeated an id"))
-			return
-		}
-		writeFailure(w, errStore(err))
+	if sess == nil {
+		// A failed initialize creates no session.
+		writeJSON(w, resp, "", h.cfg.WriteTimeout)
 		return
 	}
+	writeJSON(w, resp, id, h.cfg.WriteTimeout)
+}
+
+// createSession stores, inserts and registers a session and runs initialize
+// on it. It holds the session's lifecycle lock throughout, so DELETE, expiry
+// and Shutdown see either no session or a whole one. A nil session with a
+// response means initialize failed and no session was kept.
+func (h *Handler) createSession(ctx context.Context, id string, env envelope, body []byte) (*session, mcp.JSONRPCMessage, *failure) {
+	sess := newSession(h, id)
+	sess.life.Lock()
+	defer sess.life.Unlock()
+	// The record goes first: a session the handler holds always has one.
+	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: env.Params}, h.cfg.IdleTTL); err != nil {
+		if errors.Is(err, sessionstore.ErrExists) {
+			return nil, nil, errInternal("the session id generator repeated an id")
+		}
+		return nil, nil, errStore(err)
+	}
+	if f := h.addSession(sess); f != nil {
+		h.dropRecord(id)
+		return nil, nil, f
+	}
 	if err := h.mcp.RegisterSession(ctx, sess); err != nil {
-		h.discard(sess)
-		writeFailure(w, errInternal("registering the session: "+err.Error()))
-		return
+		h.discardLocked(sess)
+		return nil, nil, errInternal("registering the session: " + err.Error())
 	}
 	resp := h.mcp.HandleMessage(h.mcp.WithContext(ctx, sess), body)
 	if _, failed := resp.(mcp.JSONRPCError); failed || resp == nil {
-		// A failed initialize creates no session.
-		h.discard(sess)
-		writeJSON(w, resp, "", h.cfg.WriteTimeout)
-		return
+		h.discardLocked(sess)
+		return nil, resp, nil
 	}
 	rec := sessionstore.Record{ID: id, ProtocolVersion: sess.ProtocolVersion(), ClientInfo: env.Params}
 	if err := h.cfg.Store.Update(ctx, rec); err != nil {
 		h.log.Warn("lifeline: store update after initialize", "session", id, "err", err)
 	}
-	writeJSON(w, resp, id, h.cfg.WriteTimeout)
+	return sess, resp, nil
 }
 
-// discard removes a session that never got to serve a request.
-func (h *Handler) discard(sess *session) {
-	sess.life.Lock()
-	defer sess.life.Unlock()
+func (h *Handler) dropRecord(id string) {
+	if err := h.cfg.Store.Terminate(context.Background(), id); err != nil && !isGone(err) {
+		h.log.Warn("lifeline: store terminate of a refused session", "session", id, "err", err)
+	}
+}
+
+// discardLocked removes a session that never got to serve a request.
+// Callers hold sess.life.
+func (h *Handler) discardLocked(sess *session) {
 	if started, _ := sess.beginTerminate(errDeleted); started {
 		sess.finishTerminate(context.Background())
 	}

@@ -15,7 +15,7 @@ import (
 // out as they come; then the response. The worker is joined before return.
 func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, body []byte) {
 	if !sess.beginWork() {
-		writeFailure(w, errSessionNotFound())
+		writeFailure(w, closedAnswer(context.Cause(sess.ctx)))
 		return
 	}
 	rs := newRequestSession(sess)
@@ -27,7 +27,7 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 		result <- h.mcp.HandleMessage(h.mcp.WithContext(ctx, rs), body)
 	}()
 
-	p := postStream{h: h, w: w, ctx: ctx, sess: sess}
+	p := postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, rs: rs}
 	defer p.finish()
 	var tick <-chan struct{}
 	if h.sched != nil {
@@ -44,11 +44,9 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 			p.send(m)
 		case <-tick:
 			p.keepalive()
-		case <-rs.overflow:
-			p.closeOnOverflow()
 		case <-sessDone:
-			// The session is terminating: cancel the request; the worker's
-			// answer still arrives and is written if the client is there.
+			// The session is terminating: cancel the request. Its stream,
+			// if it has one, is closed; a plain JSON answer is still written.
 			cancel(context.Cause(sess.ctx))
 			sessDone = nil
 		case resp := <-result:
@@ -75,12 +73,14 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 // postStream is the response to one POSTed request, upgraded to SSE on the
 // first message the request sends.
 type postStream struct {
-	h    *Handler
-	w    http.ResponseWriter
-	ctx  context.Context
-	sess *session
-	sse  *sseStream
-	lost int
+	h      *Handler
+	w      http.ResponseWriter
+	ctx    context.Context
+	cancel context.CancelCauseFunc // ends the request
+	sess   *session
+	rs     *requestSession
+	sse    *sseStream
+	lost   int
 }
 
 func (p *postStream) upgrade() bool {
@@ -88,6 +88,7 @@ func (p *postStream) upgrade() bool {
 		return !p.sse.dying()
 	}
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
 	p.sess.addPostStream(p.sse)
 	if !p.sess.active() {
@@ -106,9 +107,13 @@ func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
 	p.send(b)
 }
 
+// send writes msg on the request's stream. Once the stream has failed
+// (client gone, write timed out, closed on overflow) the request is
+// cancelled: nothing it sends can reach its client any more.
 func (p *postStream) send(msg []byte) {
 	if !p.upgrade() || p.sse.event(msg) != nil {
 		p.lost++
+		p.cancel(context.Cause(p.sse.ctx))
 	}
 }
 
@@ -119,12 +124,6 @@ func (p *postStream) keepalive() {
 	}
 	if !p.sse.dying() {
 		_ = p.sse.comment("keepalive")
-	}
-}
-
-func (p *postStream) closeOnOverflow() {
-	if p.upgrade() {
-		p.sse.close(errQueueOverflow)
 	}
 }
 

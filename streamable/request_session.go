@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -16,7 +17,7 @@ type requestSession struct {
 	*session
 	notifications chan mcp.JSONRPCNotification
 	requests      chan []byte
-	overflow      chan struct{} // signalled when notifications overflows
+	stream        atomic.Pointer[sseStream] // the POST's SSE stream, once upgraded
 }
 
 func newRequestSession(s *session) *requestSession {
@@ -24,7 +25,6 @@ func newRequestSession(s *session) *requestSession {
 		session:       s,
 		notifications: make(chan mcp.JSONRPCNotification, s.h.cfg.QueueSize),
 		requests:      make(chan []byte, s.h.cfg.QueueSize),
-		overflow:      make(chan struct{}, 1),
 	}
 }
 
@@ -34,17 +34,18 @@ func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 }
 
 // UpgradeToSSEWhenReceiveNotification implements
-// server.SessionWithStreamableHTTPConfig: on overflow of the request's queue
-// the request's stream is closed and the event logged.
+// server.SessionWithStreamableHTTPConfig for the request's queue: on
+// overflow mcp-go refuses the send and the request's stream is squeezed, so
+// that a client that stopped reading loses it (which ends the request).
 func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
 	if len(r.notifications) < cap(r.notifications) {
 		return
 	}
-	r.h.log.Warn("lifeline: request queue full; closing its POST stream",
-		"session", r.id, "queue", cap(r.notifications))
-	select {
-	case r.overflow <- struct{}{}:
-	default:
+	if st := r.stream.Load(); st != nil && st.squeeze(r.h.stallThreshold()) {
+		r.h.log.Warn("lifeline: request queue full; its stream closes unless its client reads",
+			"session", r.id, "queue", cap(r.notifications))
+	} else {
+		r.h.log.Debug("lifeline: request queue full; notification refused", "session", r.id)
 	}
 }
 

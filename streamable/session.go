@@ -82,16 +82,18 @@ func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return 
 // UpgradeToSSEWhenReceiveNotification implements
 // server.SessionWithStreamableHTTPConfig. mcp-go calls it just before each
 // non-blocking send to NotificationChannel, which lets the transport see an
-// overflow coming: the stream that is not keeping up is closed (its client
-// reconnects and receives what is queued) and the event is logged.
+// overflow coming: mcp-go refuses the send (ErrNotificationChannelBlocked to
+// the sender) and the GET stream is squeezed, so that if its client stopped
+// reading it is closed at once and the client reconnects to what is queued.
 func (s *session) UpgradeToSSEWhenReceiveNotification() {
 	if len(s.notifications) < cap(s.notifications) {
 		return
 	}
-	s.h.log.Warn("lifeline: session queue full; closing its GET stream",
-		"session", s.id, "queue", cap(s.notifications))
-	if g := s.liveGet(); g != nil {
-		g.close(errQueueOverflow)
+	if g := s.liveGet(); g != nil && g.squeeze(s.h.stallThreshold()) {
+		s.h.log.Warn("lifeline: session queue full; its GET stream closes unless its client reads",
+			"session", s.id, "queue", cap(s.notifications))
+	} else {
+		s.h.log.Debug("lifeline: session queue full; notification refused", "session", s.id)
 	}
 }
 
@@ -223,4 +225,11 @@ func (s *session) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.get != nil || s.work > 0
+}
+
+// queued counts the messages waiting for the GET stream.
+func (s *session) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.notifications) + len(s.requests) + len(s.carry)
 }

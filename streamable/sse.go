@@ -18,18 +18,19 @@ var errStreamClosed = errors.New("stream closed")
 // writes to it; close may be called from any goroutine and interrupts a
 // write that is blocked on the network.
 type sseStream struct {
-	w            http.ResponseWriter
-	rc           *http.ResponseController
-	writeTimeout time.Duration
+	w  http.ResponseWriter
+	rc *http.ResponseController
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex // guards the flags below and the write deadline
-	closed  bool
-	writing bool // a write is in progress
-	started bool // something was written: the response has begun
-	failed  atomic.Bool
+	mu           sync.Mutex // guards the fields below and the write deadline
+	writeTimeout time.Duration
+	closed       bool
+	writing      bool      // a write is in progress
+	since        time.Time // when the write in progress began
+	started      bool      // something was written: the response has begun
+	failed       atomic.Bool
 }
 
 func newSSEStream(parent context.Context, w http.ResponseWriter, writeTimeout time.Duration) *sseStream {
@@ -84,9 +85,10 @@ func (s *sseStream) write(fn func() error) error {
 		return context.Cause(s.ctx)
 	}
 	s.writing = true
+	s.since = time.Now()
 	// Errors are ignored: a writer without deadline support still works,
 	// only without the bound.
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	_ = s.rc.SetWriteDeadline(s.since.Add(s.writeTimeout))
 	s.mu.Unlock()
 
 	err := fn()
@@ -143,4 +145,23 @@ func (s *sseStream) begun() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.started
+}
+
+// squeeze cuts the stream's write deadline to d, for the write in progress
+// (counted from its start, so a write blocked longer fails at once) and for
+// every later one. It is how an overflowing queue closes the stream that
+// caused it: a client that still reads completes its writes well within d,
+// one that stopped reading loses the stream. It reports whether this call
+// squeezed the stream (false if it already was, or is closed).
+func (s *sseStream) squeeze(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.writeTimeout <= d {
+		return false
+	}
+	s.writeTimeout = d
+	if s.writing {
+		_ = s.rc.SetWriteDeadline(s.since.Add(d))
+	}
+	return true
 }

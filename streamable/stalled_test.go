@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
@@ -134,12 +137,36 @@ func TestShutdownReturnsWithStalledReaders(t *testing.T) {
 	}
 }
 
+// floodRequestTool adds "flood_request", which queues 2000 notifications of
+// 64 KiB (125 MiB, far past any socket buffer) on its own request's stream,
+// retrying each one its full queue refuses, until its request is cancelled.
+func floodRequestTool(s *server.MCPServer) {
+	payload := strings.Repeat("x", floodBytes)
+	s.AddTool(mcp.NewTool("flood_request"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		retry := time.NewTicker(time.Millisecond)
+		defer retry.Stop()
+		for sent := 0; sent < 2000; {
+			err := s.SendNotificationToClient(ctx, "notifications/message",
+				map[string]any{"level": "info", "data": payload})
+			if err == nil {
+				sent++
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("cancelled after %d notifications: %w", sent, context.Cause(ctx))
+			case <-retry.C:
+			}
+		}
+		return mcp.NewToolResultText("flooded"), nil
+	})
+}
+
 func TestStalledPostStreamIsClosedOnOverflowAndSessionLives(t *testing.T) {
-	r := newRig(t, streamable.Config{QueueSize: 16, WriteTimeout: time.Minute})
+	r := newRig(t, streamable.Config{QueueSize: 16, WriteTimeout: time.Minute}, floodRequestTool)
 	c := r.session()
 	ctx := testutil.Context(t, wait)
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lifeline_progress",` +
-		`"arguments":{"steps":10000},"_meta":{"progressToken":"p"}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood_request"}}`
 	sr, err := testutil.DialStalled(ctx, r.ts.URL, "POST", map[string]string{
 		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
 		"Mcp-Session-Id": c.SessionID, "MCP-Protocol-Version": testutil.ProtocolVersion,
@@ -148,8 +175,13 @@ func TestStalledPostStreamIsClosedOnOverflowAndSessionLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sr.Close()
+	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("stalled POST: %q, %v", status, err)
+	}
 	// The request floods its own stream faster than a stalled client reads:
-	// the queue overflows, the stream is closed, the handler returns.
+	// the queue overflows while the writer is stuck, the stream is closed
+	// (long before the one-minute write timeout), the request is cancelled
+	// and its handler returns.
 	testutil.Eventually(t, wait, "the stalled POST to end", func() bool {
 		st := r.h.Stats()
 		return st.PostStreams == 0 && st.Sessions == 1
@@ -173,21 +205,25 @@ func TestGetQueueOverflowClosesTheStalledStream(t *testing.T) {
 	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
 		t.Fatalf("stalled GET: %q, %v", status, err)
 	}
-	// The stream cannot keep up; once its queue is full the next send is
-	// refused (the sender is told) and the stream is closed long before
-	// its one-minute write timeout.
-	var refused bool
-	for !refused {
+	// The stream cannot keep up. Once its queue is full, sends are refused
+	// (the sender is told) and, its writer being stuck, the stream is closed
+	// long before its one-minute write timeout.
+	refused := 0
+	for r.h.Stats().GetStreams > 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the stalled stream was not closed on overflow")
+		}
 		resp, err := c.CallTool(ctx, "lifeline_notify_session", map[string]any{"count": 50, "bytes": floodBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
-		last, _ := resp.Last()
-		refused = strings.Contains(string(last.Result), "refused")
+		if last, _ := resp.Last(); strings.Contains(string(last.Result), "refused") {
+			refused++
+		}
 	}
-	testutil.Eventually(t, wait, "the overflowing stream to close", func() bool {
-		return r.h.Stats().GetStreams == 0
-	})
+	if refused == 0 {
+		t.Fatal("the stream closed before its queue overflowed")
+	}
 	if r.h.Stats().Sessions != 1 {
 		t.Fatal("the session was lost with its stream")
 	}

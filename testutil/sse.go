@@ -67,11 +67,12 @@ func (s *SSEReader) Next() (Event, error) {
 	have := false
 	for {
 		line, err := s.r.ReadString('\n')
-		if err != nil {
-			if err == io.EOF && have {
-				ev.Data = strings.Join(data, "\n")
-				return ev, nil
-			}
+		switch {
+		case err == io.EOF && line != "":
+			// The stream ended inside a line: take it; the next read reports io.EOF.
+		case err == io.EOF && have:
+			// The stream ended inside an event: end it as a blank line would.
+		case err != nil:
 			return Event{}, err
 		}
 		line = strings.TrimRight(line, "\r\n")

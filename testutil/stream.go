@@ -61,7 +61,7 @@ func (c *Client) open(ctx context.Context, method string, body []byte) (*Stream,
 		return nil, fmt.Errorf("GET %s: %w", c.URL, err)
 	}
 	s := &Stream{Status: resp.StatusCode, Header: resp.Header, c: c, cancel: cancel,
-		events: make(chan Event, 1<<14), ended: make(chan struct{})}
+		events: make(chan Event, 1024), ended: make(chan struct{})}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 		s.Body, _ = io.ReadAll(resp.Body)

@@ -35,7 +35,10 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	case <-b.release:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("barrier: %d of %d arrived: %w", b.arrived, b.n, ctx.Err())
+		b.mu.Lock()
+		arrived := b.arrived
+		b.mu.Unlock()
+		return fmt.Errorf("barrier: %d of %d arrived: %w", arrived, b.n, ctx.Err())
 	}
 }
 

@@ -1,0 +1,87 @@
+package testutil_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+func ExampleSSEReader() {
+	stream := ": connected\n\n" +
+		"event: message\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n" +
+		"data: first line\r\n" +
+		"data: second line\r\n\r\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+	rd := testutil.NewSSEReader(strings.NewReader(stream))
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			fmt.Println("end of stream")
+			return
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		if ev.IsComment() {
+			fmt.Printf("comment %q\n", ev.Comment)
+			continue
+		}
+		if m, err := ev.Message(); err == nil {
+			fmt.Printf("%s: request %v, notification %v\n", ev.Name, m.IsRequest(), m.IsNotification())
+			continue
+		}
+		fmt.Printf("%s: %q\n", ev.Name, ev.Data)
+	}
+	// Output:
+	// comment "connected"
+	// message: request false, notification true
+	// message: "first line\nsecond line"
+	// message: request false, notification false
+	// end of stream
+}
+
+func ExampleBarrier() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	const parties = 3
+	b := testutil.NewBarrier(parties)
+	var arrived atomic.Int64
+	seen := make(chan int64, parties)
+	var wg sync.WaitGroup
+	for range parties {
+		wg.Go(func() {
+			arrived.Add(1)
+			if err := b.Wait(ctx); err != nil {
+				fmt.Println(err)
+				return
+			}
+			// Nobody gets here before the last party has arrived.
+			seen <- arrived.Load()
+		})
+	}
+	wg.Wait()
+	close(seen)
+	for n := range seen {
+		fmt.Printf("released with %d of %d arrived\n", n, parties)
+	}
+
+	// A party that waits for someone who never comes gives up with ctx.
+	short, cancelShort := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancelShort()
+	fmt.Println(testutil.NewBarrier(2).Wait(short))
+	// Output:
+	// released with 3 of 3 arrived
+	// released with 3 of 3 arrived
+	// released with 3 of 3 arrived
+	// barrier: 1 of 2 arrived: context deadline exceeded
+}
