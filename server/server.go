@@ -37,16 +37,25 @@ func WithEndpointPath(path string) Option {
 	return func(s *Server) { s.endpointPath = "/" + strings.Trim(path, "/") }
 }
 
-// WithHeartbeatInterval sets the ping interval on GET streams (default 20 s;
-// streamable.Disabled turns heartbeats off).
+// WithHeartbeatInterval sets the ping interval on GET streams (default 20 s
+// without this option). As with mcp-go's option, zero or a negative value
+// turns heartbeats off.
 func WithHeartbeatInterval(d time.Duration) Option {
-	return func(s *Server) { s.cfg.HeartbeatInterval = d }
+	return func(s *Server) { s.cfg.HeartbeatInterval = positiveOrDisabled(d) }
 }
 
-// WithSessionIdleTTL sets how long an idle session lives (default 30 min;
-// streamable.Disabled keeps sessions until DELETE).
+// WithSessionIdleTTL sets how long an idle session lives (default 30 min
+// without this option). As with mcp-go's option, zero or a negative value
+// keeps sessions until DELETE.
 func WithSessionIdleTTL(d time.Duration) Option {
-	return func(s *Server) { s.cfg.IdleTTL = d }
+	return func(s *Server) { s.cfg.IdleTTL = positiveOrDisabled(d) }
+}
+
+func positiveOrDisabled(d time.Duration) time.Duration {
+	if d <= 0 {
+		return streamable.Disabled
+	}
+	return d
 }
 
 // WithWriteTimeout bounds every write to a stream (default 10 s).

@@ -67,8 +67,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 	mux := http.NewServeMux()
 	srv := server.New(demotools.NewServer("lifeline-demo", "0.1.0"),
-		server.WithHeartbeatInterval(orDisabled(*hb)),
-		server.WithSessionIdleTTL(orDisabled(*idle)),
+		server.WithHeartbeatInterval(*hb),
+		server.WithSessionIdleTTL(*idle),
 		server.WithWriteTimeout(*wt),
 		server.WithStreamableHTTPLogger(logger),
 		server.WithStreamableHTTPServer(&http.Server{
@@ -108,12 +108,4 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
 	}
 	return err
-}
-
-// orDisabled maps a zero flag value to streamable.Disabled.
-func orDisabled(d time.Duration) time.Duration {
-	if d == 0 {
-		return streamable.Disabled
-	}
-	return d
 }
