@@ -56,9 +56,9 @@ type Config struct {
 	// server-to-client requests. A notification that finds its queue full
 	// is refused (the sender gets mcp-go's ErrNotificationChannelBlocked),
 	// the event is logged, and the stream's write deadline is cut to at
-	// most 1 s, so a stream whose client stopped reading is closed (its
-	// client reconnects to what is queued); a server request that finds its
-	// queue full fails with an error. Default 512.
+	// most 1 s for the rest of its life, so a stream whose client stopped
+	// reading is closed (its client reconnects to what is queued); a server
+	// request that finds its queue full fails with an error. Default 512.
 	QueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger

@@ -17,7 +17,7 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	if !sess.terminate(errDeleted) {
 		// Another DELETE, expiry or Shutdown got there first.
-		writeFailure(w, errSessionNotFound())
+		writeFailure(w, h.goneAnswer())
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -56,10 +56,13 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 	// Each round either admits, answers, or waits (bounded) for an old
 	// stream to go; a few rounds cover a takeover racing another GET.
 	deadline := h.cfg.Clock.Now().Add(h.cfg.CleanupTimeout)
-	for range maxAdmitRounds {
+	for round := 1; ; round++ {
 		g, old, f := h.claimGet(sess, w, r)
 		if g != nil || f != nil {
 			return g, f
+		}
+		if round == maxAdmitRounds {
+			return nil, errStreamConflict()
 		}
 		switch {
 		case old.dying():
@@ -79,7 +82,6 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 			}
 		}
 	}
-	return nil, errStreamConflict()
 }
 
 // maxAdmitRounds bounds how often a GET retries admission after an old
@@ -92,7 +94,7 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 	sess.life.Lock()
 	defer sess.life.Unlock()
 	if !sess.active() {
-		return nil, nil, closedAnswer(context.Cause(sess.ctx))
+		return nil, nil, h.goneAnswer()
 	}
 	if old := sess.liveGet(); old != nil {
 		return nil, old, nil
@@ -241,7 +243,7 @@ func (h *Handler) runGet(g *getStream) {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
 			g.w.Header().Del(headerSessionID)
-			writeFailure(g.w, closedAnswer(context.Cause(g.ctx)))
+			writeFailure(g.w, h.goneAnswer())
 		}
 		return
 	}

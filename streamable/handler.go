@@ -5,9 +5,9 @@
 // It serves protocol versions 2024-11-05 through 2025-11-25. Sessions are
 // created by initialize and live until DELETE, idle expiry or Shutdown;
 // each has at most one standalone GET stream, kept alive by JSON-RPC pings.
-// Every write to a stream or a response body has a deadline, and DELETE,
-// expiry and Shutdown interrupt a blocked one, so no client can pin a
-// handler.
+// Every write of a stream event or a response body has a deadline, and
+// DELETE, expiry and Shutdown interrupt a blocked one, so no client can pin
+// a handler.
 package streamable
 
 import (
@@ -174,8 +174,11 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
-	if s == nil || !s.active() {
+	if s == nil {
 		return nil, errSessionNotFound()
+	}
+	if !s.active() {
+		return nil, h.goneAnswer()
 	}
 	var err error
 	if touch {
@@ -198,6 +201,15 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 // stallThreshold is the write deadline of a stream whose queue overflowed.
 func (h *Handler) stallThreshold() time.Duration {
 	return min(h.cfg.WriteTimeout/4, time.Second)
+}
+
+// goneAnswer is the answer for a request whose session stopped being live
+// while it was being served: 503 while shutting down, else 404.
+func (h *Handler) goneAnswer() *failure {
+	if h.isShutting() {
+		return errShuttingDown()
+	}
+	return errSessionNotFound()
 }
 
 func isGone(err error) bool {

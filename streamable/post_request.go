@@ -15,7 +15,7 @@ import (
 // out as they come; then the response. The worker is joined before return.
 func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, body []byte) {
 	if !sess.beginWork() {
-		writeFailure(w, closedAnswer(context.Cause(sess.ctx)))
+		writeFailure(w, h.goneAnswer())
 		return
 	}
 	rs := newRequestSession(sess)
@@ -108,8 +108,8 @@ func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
 }
 
 // send writes msg on the request's stream. Once the stream has failed
-// (client gone, write timed out, closed on overflow) the request is
-// cancelled: nothing it sends can reach its client any more.
+// (client gone, write timed out or squeezed, session terminated) the
+// request is cancelled: nothing it sends can reach its client any more.
 func (p *postStream) send(msg []byte) {
 	if !p.upgrade() || p.sse.event(msg) != nil {
 		p.lost++
@@ -122,8 +122,8 @@ func (p *postStream) keepalive() {
 		p.upgrade() // the opening comment is the keep-alive
 		return
 	}
-	if !p.sse.dying() {
-		_ = p.sse.comment("keepalive")
+	if !p.sse.dying() && p.sse.comment("keepalive") != nil {
+		p.cancel(context.Cause(p.sse.ctx))
 	}
 }
 

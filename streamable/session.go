@@ -45,7 +45,7 @@ type session struct {
 	notifications chan mcp.JSONRPCNotification
 	requests      chan []byte
 
-	life  sync.Mutex // serializes GET admission with termination
+	life  sync.Mutex // serializes creation and GET admission with termination
 	state atomic.Int32
 
 	mu    sync.Mutex // guards the fields below
@@ -96,8 +96,6 @@ func (s *session) UpgradeToSSEWhenReceiveNotification() {
 		s.h.log.Debug("lifeline: session queue full; notification refused", "session", s.id)
 	}
 }
-
-var errQueueOverflow = errors.New("outbound queue overflowed")
 
 func (s *session) active() bool { return s.state.Load() == stateActive }
 

@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -124,15 +123,6 @@ func errStore(err error) *failure {
 func errInternal(detail string) *failure {
 	return &failure{status: http.StatusInternalServerError, code: codeServerError,
 		message: "Internal error: " + detail}
-}
-
-// closedAnswer is the answer for a request whose stream was closed before
-// it began, by the cause it was closed with.
-func closedAnswer(cause error) *failure {
-	if errors.Is(cause, errShutdown) {
-		return errShuttingDown()
-	}
-	return errSessionNotFound()
 }
 
 // writeFailure answers with f's status and JSON-RPC error body.
