@@ -46,9 +46,10 @@ type Handler struct {
 	sessions map[string]*session
 	shutting bool
 
-	getStreams  atomic.Int64
-	postStreams atomic.Int64
-	streamSeq   atomic.Int64
+	getStreams   atomic.Int64
+	postStreams  atomic.Int64
+	refusedCount atomic.Int64
+	streamSeq    atomic.Int64
 
 	stopSweep    chan struct{}
 	sweepDone    chan struct{}
@@ -113,6 +114,9 @@ type Stats struct {
 	// QueuedMessages is the number of messages waiting in sessions' queues
 	// (and carried over from failed streams) for GET streams to write them.
 	QueuedMessages int
+	// RefusedMessages counts notifications refused since New because their
+	// queue was full.
+	RefusedMessages int64
 }
 
 // Stats reports what the handler holds right now.
@@ -123,7 +127,8 @@ func (h *Handler) Stats() Stats {
 		queued += s.queued()
 	}
 	return Stats{Sessions: len(sessions), GetStreams: int(h.getStreams.Load()),
-		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued}
+		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued,
+		RefusedMessages: h.refusedCount.Load()}
 }
 
 func (h *Handler) isShutting() bool {
@@ -203,6 +208,27 @@ func (h *Handler) stallThreshold() time.Duration {
 	return min(h.cfg.WriteTimeout/4, time.Second)
 }
 
+// refused records a notification refused because its queue was full
+// (mcp-go reports it to direct senders, but swallows it for broadcasts).
+// It is logged at Warn: always when it squeezed a stream, else on the 1st,
+// 10th, 100th... refusal, so a flood cannot flood the log too.
+func (h *Handler) refused(sessionID, queue string, size int, squeezed bool) {
+	n := h.refusedCount.Add(1)
+	if !squeezed && !isPowerOf10(n) {
+		return
+	}
+	h.log.Warn("lifeline: queue full; notification refused",
+		"session", sessionID, "queue", queue, "size", size,
+		"stream_squeezed", squeezed, "refused_total", n)
+}
+
+func isPowerOf10(n int64) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
+}
+
 // goneAnswer is the answer for a request whose session stopped being live
 // while it was being served: 503 while shutting down, else 404.
 func (h *Handler) goneAnswer() *failure {
@@ -280,26 +306,37 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			begun = append(begun, s)
 		}
 	}
-	var err error
-	for _, ch := range exits {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			err = fmt.Errorf("lifeline: shutdown: handlers still running: %w", ctx.Err())
-		}
-		if err != nil {
-			break
-		}
-	}
+	err := waitAll(ctx, exits)
 	for _, s := range begun {
 		s.life.Lock()
 		s.finishTerminate(context.WithoutCancel(ctx))
 		s.life.Unlock()
 	}
+	// Sessions that a DELETE or an expiry was already terminating finish
+	// on their own; wait for them too.
+	if err == nil {
+		ended := make([]<-chan struct{}, len(sessions))
+		for i, s := range sessions {
+			ended[i] = s.ended
+		}
+		err = waitAll(ctx, ended)
+	}
 	if h.sched != nil {
 		h.sched.Close()
 	}
 	return err
+}
+
+// waitAll waits for every channel to close, or for ctx to end.
+func waitAll(ctx context.Context, chans []<-chan struct{}) error {
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("lifeline: shutdown: handlers still running: %w", ctx.Err())
+		}
+	}
+	return nil
 }
 
 // sweep expires idle sessions. A session with an open GET stream or a

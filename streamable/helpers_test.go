@@ -28,9 +28,13 @@ const testHeartbeat = 5 * time.Millisecond
 const wait = 10 * time.Second
 
 type rig struct {
-	t  *testing.T
-	h  *streamable.Handler
-	ts *httptest.Server
+	t   *testing.T
+	h   *streamable.Handler
+	ts  *httptest.Server
+	mcp *server.MCPServer
+	// shutdownFailed: the test made Shutdown fail on purpose; the cleanup's
+	// Shutdown returns the same error.
+	shutdownFailed bool
 }
 
 // newRig serves the demo MCP server through a lifeline transport on a
@@ -54,11 +58,11 @@ func newRig(t *testing.T, cfg streamable.Config, setup ...func(*server.MCPServer
 	}
 	h := streamable.New(mcpServer, cfg)
 	ts := httptest.NewServer(h)
-	r := &rig{t: t, h: h, ts: ts}
+	r := &rig{t: t, h: h, ts: ts, mcp: mcpServer}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
+		if err := h.Shutdown(ctx); err != nil && !r.shutdownFailed {
 			t.Errorf("Shutdown: %v", err)
 		}
 		ts.Close()

@@ -66,7 +66,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		h.mcp.HandleMessage(h.mcp.WithContext(r.Context(), sess), body)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		h.serveRequest(w, r, sess, body)
+		h.serveRequest(w, r, sess, env, body)
 	}
 }
 

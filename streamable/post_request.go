@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -13,19 +14,19 @@ import (
 // goroutine while this handler goroutine writes: messages the request sends
 // (progress, logging, server requests) upgrade the response to SSE and go
 // out as they come; then the response. The worker is joined before return.
-func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, body []byte) {
+func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
+	// The whole request, response included, is work the session's
+	// termination waits for (and interrupts).
 	if !sess.beginWork() {
 		writeFailure(w, h.goneAnswer())
 		return
 	}
+	defer sess.endWork()
 	rs := newRequestSession(sess)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	result := make(chan mcp.JSONRPCMessage, 1)
-	go func() {
-		defer sess.endWork()
-		result <- h.mcp.HandleMessage(h.mcp.WithContext(ctx, rs), body)
-	}()
+	go func() { result <- h.handle(ctx, rs, env.ID, body) }()
 
 	p := postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, rs: rs}
 	defer p.finish()
@@ -45,8 +46,8 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 		case <-tick:
 			p.keepalive()
 		case <-sessDone:
-			// The session is terminating: cancel the request. Its stream,
-			// if it has one, is closed; a plain JSON answer is still written.
+			// The session is terminating: cancel the request; its stream is
+			// closed, and its answer will not be written.
 			cancel(context.Cause(sess.ctx))
 			sessDone = nil
 		case resp := <-result:
@@ -129,7 +130,7 @@ func (p *postStream) keepalive() {
 
 func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 	if p.sse == nil || !p.sse.begun() {
-		writeJSON(p.w, resp, p.sess.id, p.h.cfg.WriteTimeout)
+		p.respondJSON(resp)
 		return
 	}
 	b, err := json.Marshal(resp)
@@ -175,4 +176,46 @@ func writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, 
 	if rc.Flush() == nil {
 		_ = rc.SetWriteDeadline(time.Time{})
 	}
+}
+
+// respondJSON writes the response as application/json through a tracked,
+// deadline-bound writer, so that DELETE and Shutdown can interrupt a client
+// that does not read it.
+func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		writeFailure(p.w, errInternal("the response does not encode: "+err.Error()))
+		return
+	}
+	st := newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	p.sess.addPostStream(st)
+	defer p.sess.removePostStream(st)
+	if !p.sess.active() {
+		st.close(context.Cause(p.sess.ctx))
+	}
+	err = st.write(func() error {
+		h := p.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set(headerSessionID, p.sess.id)
+		p.w.WriteHeader(http.StatusOK)
+		_, err := p.w.Write(append(b, '\n'))
+		return err
+	})
+	if err != nil && !st.begun() {
+		writeFailure(p.w, p.h.goneAnswer())
+	}
+}
+
+// handle runs one request through the MCPServer. A panic in a handler is
+// answered as a JSON-RPC internal error instead of crashing the process
+// (net/http would recover it on its own goroutine, not on this worker).
+func (h *Handler) handle(ctx context.Context, rs *requestSession, id json.RawMessage, body []byte) (resp mcp.JSONRPCMessage) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.Error("lifeline: panic while handling a request", "session", rs.id, "panic", v)
+			resp = rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: rpcErrorBody{
+				Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: the request handler panicked: %v", v)}}
+		}
+	}()
+	return h.mcp.HandleMessage(h.mcp.WithContext(ctx, rs), body)
 }

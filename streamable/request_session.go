@@ -41,12 +41,11 @@ func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
 	if len(r.notifications) < cap(r.notifications) {
 		return
 	}
-	if st := r.stream.Load(); st != nil && st.squeeze(r.h.stallThreshold()) {
-		r.h.log.Warn("lifeline: request queue full; its stream closes unless its client reads",
-			"session", r.id, "queue", cap(r.notifications))
-	} else {
-		r.h.log.Debug("lifeline: request queue full; notification refused", "session", r.id)
+	squeezed := false
+	if st := r.stream.Load(); st != nil {
+		squeezed = st.squeeze(r.h.stallThreshold())
 	}
+	r.h.refused(r.id, "request", cap(r.notifications), squeezed)
 }
 
 // RequestSampling implements server.SessionWithSampling on the POST stream.

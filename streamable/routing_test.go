@@ -167,6 +167,11 @@ func TestQueueOverflowWithoutStreamRefusesTheRest(t *testing.T) {
 	if !json.Valid(last.Result) || !containsAll(string(last.Result), "sent 8 notifications", "12 refused") {
 		t.Fatalf("tool result %s, want 8 sent and 12 refused", last.Result)
 	}
+	// A broadcast (mcp-go swallows its refusals) is counted all the same.
+	r.mcp.SendNotificationToAllClients("notifications/tools/list_changed", nil)
+	if got := r.h.Stats().RefusedMessages; got != 13 {
+		t.Fatalf("RefusedMessages = %d, want 13", got)
+	}
 	s := r.stream(c)
 	for want := range 8 {
 		m, err := s.NextMatching(ctx, notPing)

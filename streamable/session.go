@@ -52,8 +52,9 @@ type session struct {
 	get   *getStream
 	carry [][]byte // messages a failed stream took but could not write
 	posts map[*sseStream]struct{}
-	work  int           // running POST workers
+	work  int           // running POST requests
 	idle  chan struct{} // closed when work drops to zero while terminating
+	ended chan struct{} // closed when the session is terminated
 
 	calls callTable
 }
@@ -68,6 +69,7 @@ func newSession(h *Handler, id string) *session {
 		notifications: make(chan mcp.JSONRPCNotification, h.cfg.QueueSize),
 		requests:      make(chan []byte, h.cfg.QueueSize),
 		posts:         make(map[*sseStream]struct{}),
+		ended:         make(chan struct{}),
 		calls:         newCallTable(),
 	}
 }
@@ -89,12 +91,11 @@ func (s *session) UpgradeToSSEWhenReceiveNotification() {
 	if len(s.notifications) < cap(s.notifications) {
 		return
 	}
-	if g := s.liveGet(); g != nil && g.squeeze(s.h.stallThreshold()) {
-		s.h.log.Warn("lifeline: session queue full; its GET stream closes unless its client reads",
-			"session", s.id, "queue", cap(s.notifications))
-	} else {
-		s.h.log.Debug("lifeline: session queue full; notification refused", "session", s.id)
+	squeezed := false
+	if g := s.liveGet(); g != nil {
+		squeezed = g.squeeze(s.h.stallThreshold())
 	}
+	s.h.refused(s.id, "session", cap(s.notifications), squeezed)
 }
 
 func (s *session) active() bool { return s.state.Load() == stateActive }
@@ -193,6 +194,7 @@ func (s *session) finishTerminate(ctx context.Context) {
 	if !s.state.CompareAndSwap(stateTerminating, stateTerminated) {
 		return
 	}
+	defer close(s.ended)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(ctx, s.id)
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
@@ -202,16 +204,22 @@ func (s *session) finishTerminate(ctx context.Context) {
 
 // terminate runs the whole termination path and waits, bounded by the
 // cleanup timeout, for the session's handlers to exit. It reports whether
-// this call terminated the session.
+// this call terminated the session; a call that lost the race to another
+// termination waits (bounded) for that one to finish. The lifecycle lock is
+// held only to change state: once terminating, no GET can start, so the
+// wait itself does not need it.
 func (s *session) terminate(cause error) bool {
 	s.life.Lock()
-	defer s.life.Unlock()
 	started, exits := s.beginTerminate(cause)
+	s.life.Unlock()
 	if !started {
+		s.h.waitExits(s.id, []<-chan struct{}{s.ended}, nil)
 		return false
 	}
 	s.h.waitExits(s.id, exits, nil)
+	s.life.Lock()
 	s.finishTerminate(context.Background())
+	s.life.Unlock()
 	return true
 }
 

@@ -28,6 +28,7 @@ type sseStream struct {
 	writeTimeout time.Duration
 	closed       bool
 	writing      bool      // a write is in progress
+	opening      bool      // the write in progress is the SSE opening
 	since        time.Time // when the write in progress began
 	started      bool      // something was written: the response has begun
 	failed       atomic.Bool
@@ -49,11 +50,18 @@ func (s *sseStream) start(sessionID string) error {
 	if sessionID != "" {
 		h.Set(headerSessionID, sessionID)
 	}
-	return s.write(func() error {
+	s.mu.Lock()
+	s.opening = true
+	s.mu.Unlock()
+	err := s.write(func() error {
 		s.w.WriteHeader(http.StatusOK)
 		_, err := s.w.Write([]byte(": stream open\n\n"))
 		return err
 	})
+	s.mu.Lock()
+	s.opening = false
+	s.mu.Unlock()
+	return err
 }
 
 // event writes one JSON-RPC message as an SSE "message" event.
@@ -124,8 +132,11 @@ func (s *sseStream) close(cause error) {
 	s.closed = true
 	s.cancel(cause)
 	switch {
-	case s.writing:
-		// Interrupt the blocked write now.
+	case s.writing && !s.opening:
+		// Interrupt the blocked write now. (The opening comment of an SSE
+		// stream, a few bytes on a fresh connection, is left to finish under
+		// its own deadline, so that the client gets a status line rather
+		// than a dropped connection.)
 		_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
 	case s.started:
 		// The handler exits at its next select; bound the final flush

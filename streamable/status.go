@@ -139,17 +139,19 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{f.code, f.message}})
+	body, _ := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: f.code, Message: f.message}})
 	w.WriteHeader(f.status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// rpcError is a JSON-RPC error response.
+type rpcError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   rpcErrorBody    `json:"error"`
+}
+
+type rpcErrorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }

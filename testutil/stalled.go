@@ -3,8 +3,11 @@ package testutil
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
@@ -18,6 +21,7 @@ import (
 type StalledReader struct {
 	conn net.Conn
 	br   *bufio.Reader
+	resp *http.Response // set by Status
 }
 
 // DialStalled connects to the server of endpoint (an http:// URL) and sends
@@ -68,18 +72,38 @@ func DialStalledStream(ctx context.Context, endpoint, sessionID string) (*Stalle
 	}, "")
 }
 
-// Status reads just the status line of the answer (a few hundred bytes at
-// most), then the reader stalls again. It waits until ctx ends.
+// Status reads just the head of the answer (status line and headers, a
+// few hundred bytes), then the reader stalls again. It returns the status
+// line, e.g. "HTTP/1.1 200 OK", and waits until ctx ends.
 func (s *StalledReader) Status(ctx context.Context) (string, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.conn.SetReadDeadline(dl)
 		defer s.conn.SetReadDeadline(time.Time{})
 	}
-	line, err := s.br.ReadString('\n')
+	resp, err := http.ReadResponse(s.br, nil)
 	if err != nil {
-		return "", fmt.Errorf("read status line: %w", err)
+		return "", fmt.Errorf("read the answer's head: %w", err)
 	}
-	return strings.TrimSpace(line), nil
+	s.resp = resp
+	return resp.Proto + " " + resp.Status, nil
+}
+
+// ReadBody stops stalling: it reads the rest of the answer's body (after
+// Status) until the server ends it or ctx ends, and returns what arrived.
+// A body cut short by the server is not an error.
+func (s *StalledReader) ReadBody(ctx context.Context) ([]byte, error) {
+	if s.resp == nil {
+		return nil, errors.New("ReadBody before Status")
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.conn.SetReadDeadline(dl)
+		defer s.conn.SetReadDeadline(time.Time{})
+	}
+	body, err := io.ReadAll(s.resp.Body)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return body, fmt.Errorf("read the answer's body: %w", err)
+	}
+	return body, nil
 }
 
 // Close closes the connection.
