@@ -230,13 +230,8 @@ func isPowerOf10(n int64) bool {
 }
 
 // goneAnswer is the answer for a request whose session stopped being live
-// while it was being served: 503 while shutting down, else 404.
-func (h *Handler) goneAnswer() *failure {
-	if h.isShutting() {
-		return errShuttingDown()
-	}
-	return errSessionNotFound()
-}
+// while it was being served.
+func (h *Handler) goneAnswer() *failure { return errSessionGone(h.isShutting()) }
 
 func isGone(err error) bool {
 	return errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrTerminated)

@@ -3,12 +3,17 @@ package streamable
 import (
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 )
 
-// supportedVersions are the MCP-Protocol-Version values this transport serves.
-var supportedVersions = [...]string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// supportedVersion reports whether this transport serves protocol version v.
+func supportedVersion(v string) bool {
+	switch v {
+	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
+		return true
+	}
+	return false
+}
 
 const supportedVersionList = "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
 
@@ -16,7 +21,7 @@ const supportedVersionList = "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
 // version this transport does not serve. A missing header means 2025-03-26.
 func checkProtocolVersion(r *http.Request) *failure {
 	v := r.Header.Get(headerProtocolVersion)
-	if v == "" || slices.Contains(supportedVersions[:], v) {
+	if v == "" || supportedVersion(v) {
 		return nil
 	}
 	return errUnsupportedVersion(v)

@@ -68,6 +68,15 @@ func errSessionNotFound() *failure {
 		message: "Session not found"}
 }
 
+// errSessionGone answers a request whose session stopped being live while
+// it was served: 503 when the server is shutting down, else 404.
+func errSessionGone(shutting bool) *failure {
+	if shutting {
+		return errShuttingDown()
+	}
+	return errSessionNotFound()
+}
+
 // 405 Method Not Allowed.
 func errMethodNotAllowed() *failure {
 	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "GET, POST, DELETE",
