@@ -62,7 +62,10 @@ type Config struct {
 	QueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger
-	// Clock is the time source for heartbeats and expiry. Default the system clock.
+	// Clock is the time source of heartbeats, idle expiry and the default
+	// memory store; tests inject a manual one. Bounds on waiting for network
+	// I/O (write deadlines, CleanupTimeout) always use real time. Default
+	// the system clock.
 	Clock heartbeat.Clock
 	// Store keeps session records and stream ownership. Default a new
 	// sessionstore.Memory.

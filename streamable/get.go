@@ -55,7 +55,7 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *failure) {
 	// Each round either admits, answers, or waits (bounded) for an old
 	// stream to go; a few rounds cover a takeover racing another GET.
-	deadline := h.cfg.Clock.Now().Add(h.cfg.CleanupTimeout)
+	deadline := time.Now().Add(h.cfg.CleanupTimeout)
 	for round := 1; ; round++ {
 		g, old, f := h.claimGet(sess, w, r)
 		if g != nil || f != nil {
@@ -66,7 +66,7 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 		}
 		switch {
 		case old.dying():
-			if !h.awaitExit(r.Context(), old, deadline.Sub(h.cfg.Clock.Now())) {
+			if !h.awaitExit(r.Context(), old, time.Until(deadline)) {
 				return nil, errStreamConflict()
 			}
 		case h.sched != nil && old.tracker.Answered():
@@ -155,12 +155,12 @@ func (h *Handler) awaitExit(ctx context.Context, g *getStream, d time.Duration) 
 	if d <= 0 {
 		return false
 	}
-	t := h.cfg.Clock.NewTimer(d)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-g.done:
 		return true
-	case <-t.C():
+	case <-t.C:
 		return false
 	case <-ctx.Done():
 		return false
@@ -185,7 +185,7 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 		case old.probe <- struct{}{}:
 		default:
 		}
-		t := h.cfg.Clock.NewTimer(h.probeWait())
+		t := time.NewTimer(h.probeWait())
 		select {
 		case <-pong:
 			t.Stop()
@@ -196,7 +196,7 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 		case <-ctx.Done():
 			t.Stop()
 			return false
-		case <-t.C():
+		case <-t.C:
 		}
 		if old.tracker.Dead() {
 			break

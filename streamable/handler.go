@@ -238,25 +238,20 @@ func isGone(err error) bool {
 }
 
 // waitExits waits for every channel in exits to close, bounded by the
-// cleanup timeout and by ctx (when not nil). It reports whether all closed.
-func (h *Handler) waitExits(id string, exits []<-chan struct{}, ctx context.Context) bool {
+// cleanup timeout (in real time: it bounds network I/O). It reports whether
+// all closed.
+func (h *Handler) waitExits(id string, exits []<-chan struct{}) bool {
 	if len(exits) == 0 {
 		return true
 	}
-	t := h.cfg.Clock.NewTimer(h.cfg.CleanupTimeout)
+	t := time.NewTimer(h.cfg.CleanupTimeout)
 	defer t.Stop()
-	var ctxDone <-chan struct{}
-	if ctx != nil {
-		ctxDone = ctx.Done()
-	}
 	for _, ch := range exits {
 		select {
 		case <-ch:
-		case <-t.C():
+		case <-t.C:
 			h.log.Error("lifeline: session handlers did not exit within the cleanup timeout",
 				"session", id, "timeout", h.cfg.CleanupTimeout)
-			return false
-		case <-ctxDone:
 			return false
 		}
 	}

@@ -24,6 +24,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // testHeartbeat is the heartbeat the whole transport runs at in tests.
 const testHeartbeat = 5 * time.Millisecond
 
+// defaultHeartbeat, as a Config's HeartbeatInterval, asks newRig for the
+// transport's own default instead of testHeartbeat.
+const defaultHeartbeat time.Duration = -1 << 62
+
 // wait bounds every wait in these tests; a broken build fails, not hangs.
 const wait = 10 * time.Second
 
@@ -42,8 +46,11 @@ type rig struct {
 // heartbeat and a quiet logger.
 func newRig(t *testing.T, cfg streamable.Config, setup ...func(*server.MCPServer)) *rig {
 	t.Helper()
-	if cfg.HeartbeatInterval == 0 {
+	switch cfg.HeartbeatInterval {
+	case 0:
 		cfg.HeartbeatInterval = testHeartbeat
+	case defaultHeartbeat:
+		cfg.HeartbeatInterval = 0 // the transport's own default
 	}
 	if cfg.Logger == nil {
 		var out io.Writer = io.Discard

@@ -213,10 +213,10 @@ func (s *session) terminate(cause error) bool {
 	started, exits := s.beginTerminate(cause)
 	s.life.Unlock()
 	if !started {
-		s.h.waitExits(s.id, []<-chan struct{}{s.ended}, nil)
+		s.h.waitExits(s.id, []<-chan struct{}{s.ended})
 		return false
 	}
-	s.h.waitExits(s.id, exits, nil)
+	s.h.waitExits(s.id, exits)
 	s.life.Lock()
 	s.finishTerminate(context.Background())
 	s.life.Unlock()
