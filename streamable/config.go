@@ -55,7 +55,8 @@ type Config struct {
 	// QueueSize bounds each stream's outbound queues: notifications, and
 	// server-to-client requests. A notification that finds its queue full
 	// is refused (the sender gets mcp-go's ErrNotificationChannelBlocked),
-	// the event is logged, and the stream's write deadline is cut to at
+	// the refusal is counted in Stats and logged (rate-limited), and the
+	// stream's write deadline is cut to at
 	// most 1 s for the rest of its life, so a stream whose client stopped
 	// reading is closed (its client reconnects to what is queued); a server
 	// request that finds its queue full fails with an error. Default 512.

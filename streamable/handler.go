@@ -115,7 +115,8 @@ type Stats struct {
 	// (and carried over from failed streams) for GET streams to write them.
 	QueuedMessages int
 	// RefusedMessages counts notifications refused since New because their
-	// queue was full.
+	// queue was full (counted as mcp-go is about to send into a full queue,
+	// so it can be off by the few that a reader drained just in time).
 	RefusedMessages int64
 }
 
@@ -169,8 +170,8 @@ func (h *Handler) snapshot() []*session {
 
 // session returns the live session named by the request's Mcp-Session-Id,
 // or the failure to answer with: 400 without the header, 404 for an id that
-// is unknown, expired or terminated. With touch, the request counts as
-// activity.
+// is unknown, expired or terminated (503 for one terminating because the
+// server is shutting down). With touch, the request counts as activity.
 func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {

@@ -159,8 +159,8 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 		h.discardLocked(sess)
 		return nil, nil, errInternal("registering the session: " + err.Error())
 	}
-	resp := h.mcp.HandleMessage(h.mcp.WithContext(ctx, sess), body)
-	if _, failed := resp.(mcp.JSONRPCError); failed || resp == nil {
+	resp := h.handle(ctx, sess, env.ID, body)
+	if _, failed := resp.(mcp.JSONRPCError); failed || resp == nil || isRPCError(resp) {
 		h.discardLocked(sess)
 		return nil, resp, nil
 	}
@@ -183,4 +183,9 @@ func (h *Handler) discardLocked(sess *session) {
 	if started, _ := sess.beginTerminate(errDeleted); started {
 		sess.finishTerminate(context.Background())
 	}
+}
+
+func isRPCError(m mcp.JSONRPCMessage) bool {
+	_, ok := m.(rpcError)
+	return ok
 }

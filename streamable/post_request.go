@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // serveRequest runs one JSON-RPC request through the MCPServer on a worker
@@ -182,6 +183,10 @@ func writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, 
 // deadline-bound writer, so that DELETE and Shutdown can interrupt a client
 // that does not read it.
 func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
+	if resp == nil {
+		p.w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	b, err := json.Marshal(resp)
 	if err != nil {
 		writeFailure(p.w, errInternal("the response does not encode: "+err.Error()))
@@ -209,13 +214,13 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 // handle runs one request through the MCPServer. A panic in a handler is
 // answered as a JSON-RPC internal error instead of crashing the process
 // (net/http would recover it on its own goroutine, not on this worker).
-func (h *Handler) handle(ctx context.Context, rs *requestSession, id json.RawMessage, body []byte) (resp mcp.JSONRPCMessage) {
+func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte) (resp mcp.JSONRPCMessage) {
 	defer func() {
 		if v := recover(); v != nil {
-			h.log.Error("lifeline: panic while handling a request", "session", rs.id, "panic", v)
+			h.log.Error("lifeline: panic while handling a request", "session", cs.SessionID(), "panic", v)
 			resp = rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: rpcErrorBody{
 				Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: the request handler panicked: %v", v)}}
 		}
 	}()
-	return h.mcp.HandleMessage(h.mcp.WithContext(ctx, rs), body)
+	return h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body)
 }

@@ -154,3 +154,43 @@ func TestShutdownIsBoundedByItsContext(t *testing.T) {
 		t.Fatalf("DELETE answered %d", st)
 	}
 }
+
+func TestPanicDuringInitializeCreatesNoSession(t *testing.T) {
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		hooks := &server.Hooks{}
+		hooks.AddAfterInitialize(func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) {
+			panic("hook boom")
+		})
+		server.WithHooks(hooks)(s)
+	})
+	resp, err := r.client().Call(testutil.Context(t, wait), "initialize", map[string]any{
+		"protocolVersion": testutil.ProtocolVersion, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "x", "version": "1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := resp.Last()
+	if err != nil || last.Error == nil || last.Error.Code != -32603 {
+		t.Fatalf("initialize with a panicking hook answered %+v (%v), want a -32603 error", last, err)
+	}
+	if resp.Header.Get("Mcp-Session-Id") != "" || r.h.Stats().Sessions != 0 {
+		t.Fatalf("a failed initialize left a session (id %q, %d sessions)",
+			resp.Header.Get("Mcp-Session-Id"), r.h.Stats().Sessions)
+	}
+}
+
+func TestRequestWithoutAnswerGets202(t *testing.T) {
+	r := newRig(t, streamable.Config{})
+	c := r.session()
+	// A message with a method, an id and a result is not a request mcp-go
+	// answers; it gets 202 and no body rather than a "null" body.
+	resp, err := c.Post(testutil.Context(t, wait), map[string]any{
+		"jsonrpc": "2.0", "id": 2, "method": "tools/list", "result": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusAccepted || len(resp.Body) != 0 {
+		t.Fatalf("answered %d %q", resp.Status, resp.Body)
+	}
+}

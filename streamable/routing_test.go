@@ -33,8 +33,10 @@ func TestSessionNotificationsGoOnGetStreamInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, "tools/call", resp.Status, http.StatusOK, resp.Body)
-	if resp.IsSSE() || len(resp.Messages) != 1 {
-		t.Fatalf("session notifications leaked onto the POST response: %d messages, SSE %v", len(resp.Messages), resp.IsSSE())
+	// (The answer may be SSE with keep-alive comments on a slow machine, but
+	// it carries the response alone.)
+	if len(resp.Messages) != 1 {
+		t.Fatalf("session notifications leaked onto the POST response: %d messages", len(resp.Messages))
 	}
 	for want := range 50 {
 		m, err := s.NextMatching(ctx, notPing)

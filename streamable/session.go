@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -213,7 +214,12 @@ func (s *session) terminate(cause error) bool {
 	started, exits := s.beginTerminate(cause)
 	s.life.Unlock()
 	if !started {
-		s.h.waitExits(s.id, []<-chan struct{}{s.ended})
+		t := time.NewTimer(s.h.cfg.CleanupTimeout)
+		defer t.Stop()
+		select {
+		case <-s.ended:
+		case <-t.C:
+		}
 		return false
 	}
 	s.h.waitExits(s.id, exits)

@@ -161,10 +161,14 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	case r := <-ch:
 		return r.result, r.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("lifeline: %s: %w", method, ctx.Err())
 	case <-s.ctx.Done():
+	}
+	// The session's end cancels its requests too; name the end, not the
+	// cancellation it caused.
+	if s.ctx.Err() != nil {
 		return nil, fmt.Errorf("lifeline: %s: %w", method, context.Cause(s.ctx))
 	}
+	return nil, fmt.Errorf("lifeline: %s: %w", method, context.Cause(ctx))
 }
 
 func (s *session) requestSampling(ctx context.Context, q chan []byte, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
