@@ -75,6 +75,20 @@ func WithStreamableHTTPServer(srv *http.Server) Option {
 	return func(s *Server) { s.httpServer = srv }
 }
 
+// WithDisableLocalhostProtection turns off DNS-rebinding protection, as
+// mcp-go's option of the same name does (see
+// streamable.Config.DisableLocalhostProtection).
+func WithDisableLocalhostProtection(disable bool) Option {
+	return func(s *Server) { s.cfg.DisableLocalhostProtection = disable }
+}
+
+// WithAllowedOrigins sets the browser origins allowed besides the server's
+// own and local ones; they also get CORS headers ("*" allows any). See
+// streamable.Config.AllowedOrigins.
+func WithAllowedOrigins(origins ...string) Option {
+	return func(s *Server) { s.cfg.AllowedOrigins = append(s.cfg.AllowedOrigins, origins...) }
+}
+
 // WithConfig sets every transport setting at once; options after it can
 // still change single fields.
 func WithConfig(cfg streamable.Config) Option {

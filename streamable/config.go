@@ -71,6 +71,19 @@ type Config struct {
 	// Store keeps session records and stream ownership. Default a new
 	// sessionstore.Memory.
 	Store sessionstore.Store
+	// DisableLocalhostProtection turns off DNS-rebinding protection: by
+	// default a request that reached a loopback listener with a Host that
+	// is not localhost or a loopback address gets 403. Turn it off only
+	// behind a local proxy that forwards the public Host.
+	DisableLocalhostProtection bool
+	// AllowedOrigins lists the browser origins (e.g. "https://app.example")
+	// allowed besides the server's own and, on a loopback listener, local
+	// ones; a request with any other Origin gets 403. "*" allows every
+	// origin. Listed origins also get CORS headers (preflights answered).
+	AllowedOrigins []string
+	// CORSAllowCredentials adds Access-Control-Allow-Credentials to CORS
+	// answers.
+	CORSAllowCredentials bool
 	// NewSessionID generates session ids; they must be unique, unguessable
 	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
 	NewSessionID func() string

@@ -87,6 +87,13 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 
 // ServeHTTP implements http.Handler for the MCP endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f := h.checkEdge(r); f != nil {
+		writeFailure(w, f)
+		return
+	}
+	if h.applyCORS(w, r) {
+		return
+	}
 	if h.isShutting() {
 		writeFailure(w, errShuttingDown())
 		return

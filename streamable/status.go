@@ -62,6 +62,17 @@ func errUnknownResponseID(id json.RawMessage) *failure {
 		message: fmt.Sprintf("Bad Request: no request with id %s was sent to this session", id)}
 }
 
+// 403 Forbidden.
+func errForbiddenHost(host string) *failure {
+	return &failure{status: http.StatusForbidden, code: codeInvalidRequest,
+		message: fmt.Sprintf("Forbidden: Host %q is not a local name, but the request reached a loopback listener (DNS rebinding protection)", host)}
+}
+
+func errForbiddenOrigin(origin string) *failure {
+	return &failure{status: http.StatusForbidden, code: codeInvalidRequest,
+		message: fmt.Sprintf("Forbidden: Origin %q is not allowed", origin)}
+}
+
 // 404 Not Found: unknown, expired or terminated sessions alike.
 func errSessionNotFound() *failure {
 	return &failure{status: http.StatusNotFound, code: codeSessionNotFound,

@@ -1,0 +1,98 @@
+package streamable
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// checkEdge applies the protections that come before any MCP handling:
+// DNS-rebinding protection (a request that reached a loopback listener
+// must name a loopback host) and Origin validation (a present Origin must
+// be the server's own, a loopback origin on a loopback listener, or
+// allowed). It returns the failure to answer with, or nil.
+func (h *Handler) checkEdge(r *http.Request) *failure {
+	loopbackConn := arrivedOnLoopback(r)
+	if loopbackConn && !h.cfg.DisableLocalhostProtection && !isLoopbackHost(r.Host) {
+		return errForbiddenHost(r.Host)
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || h.originAllowed(origin, r.Host, loopbackConn) {
+		return nil
+	}
+	return errForbiddenOrigin(origin)
+}
+
+// originAllowed reports whether a request from origin may be served.
+func (h *Handler) originAllowed(origin, host string, loopbackConn bool) bool {
+	if slices.Contains(h.cfg.AllowedOrigins, "*") || slices.Contains(h.cfg.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	// Same origin: a page served by this very host.
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	// A local page talking to a local server.
+	return loopbackConn && isLoopbackHost(u.Host)
+}
+
+// applyCORS adds the CORS response headers for an allowed cross-origin
+// request and answers a preflight. It reports whether the request was a
+// preflight and has been answered.
+func (h *Handler) applyCORS(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || len(h.cfg.AllowedOrigins) == 0 {
+		return false
+	}
+	if !slices.Contains(h.cfg.AllowedOrigins, "*") && !slices.Contains(h.cfg.AllowedOrigins, origin) {
+		return false
+	}
+	hdr := w.Header()
+	hdr.Add("Vary", "Origin")
+	hdr.Set("Access-Control-Allow-Origin", origin)
+	hdr.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version")
+	if h.cfg.CORSAllowCredentials {
+		hdr.Set("Access-Control-Allow-Credentials", "true")
+	}
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	hdr.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+	hdr.Set("Access-Control-Allow-Headers",
+		"Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+	hdr.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAgeSeconds))
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// corsMaxAgeSeconds is how long a browser may cache a preflight answer.
+const corsMaxAgeSeconds = 600
+
+// arrivedOnLoopback reports whether the request came in on a loopback
+// listener address.
+func arrivedOnLoopback(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && addr != nil && isLoopbackHost(addr.String())
+}
+
+// isLoopbackHost reports whether hostport names this machine: "localhost"
+// or a loopback IP, with or without a port.
+func isLoopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
