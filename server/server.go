@@ -89,6 +89,53 @@ func WithAllowedOrigins(origins ...string) Option {
 	return func(s *Server) { s.cfg.AllowedOrigins = append(s.cfg.AllowedOrigins, origins...) }
 }
 
+// WithHTTPContextFunc sets a function that derives, from the HTTP request,
+// the context of every message the MCPServer handles and of the unregister
+// hooks a DELETE runs (mcp-go's own transport applies it to POST only).
+func WithHTTPContextFunc(fn mcpserver.HTTPContextFunc) Option {
+	return func(s *Server) { s.cfg.ContextFunc = fn }
+}
+
+// WithDisableStreaming answers GET with 405 (no standalone stream), as
+// mcp-go's option of the same name does.
+func WithDisableStreaming(disable bool) Option {
+	return func(s *Server) { s.cfg.DisableStreaming = disable }
+}
+
+// WithStreamableHTTPCORS configures CORS with mcp-go's CORS options. The
+// allowed origins (which Origin validation also admits) and credentials are
+// honoured; lifeline answers preflights with the methods and headers MCP
+// needs, so the method, header and max-age options are not consulted.
+func WithStreamableHTTPCORS(opts ...mcpserver.CORSOption) Option {
+	return func(s *Server) {
+		var c mcpserver.CORSConfig
+		for _, o := range opts {
+			if o != nil {
+				o(&c)
+			}
+		}
+		s.cfg.AllowedOrigins = append(s.cfg.AllowedOrigins, c.AllowedOrigins...)
+		s.cfg.CORSAllowCredentials = s.cfg.CORSAllowCredentials || c.AllowCredentials
+	}
+}
+
+// WithSessionIdManager takes session ids from manager.Generate. lifeline
+// keeps session validity itself (404 for unknown, expired or terminated
+// ids), so the manager's Validate and Terminate are not consulted.
+func WithSessionIdManager(manager mcpserver.SessionIdManager) Option {
+	return func(s *Server) {
+		if manager != nil {
+			s.cfg.NewSessionID = manager.Generate
+		}
+	}
+}
+
+// WithTLSCert makes Start serve HTTPS with the given certificate and key
+// files.
+func WithTLSCert(certFile, keyFile string) Option {
+	return func(s *Server) { s.tlsCert, s.tlsKey = certFile, keyFile }
+}
+
 // WithConfig sets every transport setting at once; options after it can
 // still change single fields.
 func WithConfig(cfg streamable.Config) Option {
@@ -98,9 +145,10 @@ func WithConfig(cfg streamable.Config) Option {
 // Server is a lifeline transport together with the HTTP server that Start
 // runs it on. It is an http.Handler for the MCP endpoint.
 type Server struct {
-	cfg          streamable.Config
-	endpointPath string
-	handler      *streamable.Handler
+	cfg             streamable.Config
+	endpointPath    string
+	tlsCert, tlsKey string
+	handler         *streamable.Handler
 
 	mu         sync.Mutex
 	httpServer *http.Server
@@ -160,6 +208,12 @@ func (s *Server) Start(addr string) error {
 	srv, err := s.server(addr)
 	if err != nil {
 		return err
+	}
+	if s.tlsCert != "" || s.tlsKey != "" {
+		if s.tlsCert == "" || s.tlsKey == "" {
+			return errors.New("lifeline: WithTLSCert needs both a certificate and a key file")
+		}
+		return srv.ListenAndServeTLS(s.tlsCert, s.tlsKey)
 	}
 	return srv.ListenAndServe()
 }

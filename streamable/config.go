@@ -1,8 +1,10 @@
 package streamable
 
 import (
+	"context"
 	"crypto/rand"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,6 +86,16 @@ type Config struct {
 	// CORSAllowCredentials adds Access-Control-Allow-Credentials to CORS
 	// answers.
 	CORSAllowCredentials bool
+	// ContextFunc, when set, derives the context of every message the
+	// MCPServer handles (initialize, requests, notifications) and of the
+	// unregister hooks a DELETE runs, from the HTTP request: to carry
+	// authentication, say. The request's headers are always reachable with
+	// RequestHeader.
+	ContextFunc func(ctx context.Context, r *http.Request) context.Context
+	// DisableStreaming answers GET with 405: no standalone stream, so
+	// session notifications wait in the queue (and are refused when it is
+	// full); request-scoped messages still stream on POST responses.
+	DisableStreaming bool
 	// NewSessionID generates session ids; they must be unique, unguessable
 	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
 	NewSessionID func() string

@@ -1,6 +1,9 @@
 package streamable
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+)
 
 // serveDelete terminates a session: its GET stream is closed (a blocked
 // write interrupted) and its handler waited for, its requests cancelled and
@@ -15,7 +18,7 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	if !sess.terminate(errDeleted) {
+	if !sess.terminate(context.WithoutCancel(h.requestContext(r.Context(), r)), errDeleted) {
 		// Another DELETE, expiry or Shutdown got there first.
 		writeFailure(w, h.goneAnswer())
 		return

@@ -27,6 +27,10 @@ type getStream struct {
 }
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.DisableStreaming {
+		writeFailure(w, errStreamingDisabled())
+		return
+	}
 	if !accepts(r, "text/event-stream") {
 		writeFailure(w, errNotAcceptableGet())
 		return

@@ -204,7 +204,7 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 		return s, nil
 	case isGone(err):
 		// Expired between sweeps: expire it now, the same way as the sweeper.
-		s.terminate(errExpired)
+		s.terminate(context.Background(), errExpired)
 		return nil, errSessionNotFound()
 	default:
 		return nil, errStore(err)
@@ -374,7 +374,7 @@ func (h *Handler) sweepOnce() {
 		}
 		if _, err := h.cfg.Store.Get(ctx, s.id); isGone(err) {
 			h.log.Info("lifeline: session expired", "session", s.id, "idle_ttl", h.cfg.IdleTTL)
-			s.terminate(errExpired)
+			s.terminate(context.Background(), errExpired)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case len(env.ID) == 0:
-		h.mcp.HandleMessage(h.mcp.WithContext(r.Context(), sess), body)
+		h.mcp.HandleMessage(h.mcp.WithContext(h.requestContext(r.Context(), r), sess), body)
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		h.serveRequest(w, r, sess, env, body)
@@ -123,7 +123,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII"))
 		return
 	}
-	sess, resp, f := h.createSession(r.Context(), id, env, body)
+	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, env, body)
 	if f != nil {
 		writeFailure(w, f)
 		return

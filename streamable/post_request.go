@@ -24,7 +24,7 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	defer sess.endWork()
 	rs := newRequestSession(sess)
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
 	defer cancel(nil)
 	result := make(chan mcp.JSONRPCMessage, 1)
 	go func() { result <- h.handle(ctx, rs, env.ID, body) }()

@@ -203,13 +203,14 @@ func (s *session) finishTerminate(ctx context.Context) {
 	}
 }
 
-// terminate runs the whole termination path and waits, bounded by the
+// terminate runs the whole termination path (ctx reaches mcp-go's
+// unregister hooks) and waits, bounded by the
 // cleanup timeout, for the session's handlers to exit. It reports whether
 // this call terminated the session; a call that lost the race to another
 // termination waits (bounded) for that one to finish. The lifecycle lock is
 // held only to change state: once terminating, no GET can start, so the
 // wait itself does not need it.
-func (s *session) terminate(cause error) bool {
+func (s *session) terminate(ctx context.Context, cause error) bool {
 	s.life.Lock()
 	started, exits := s.beginTerminate(cause)
 	s.life.Unlock()
@@ -224,7 +225,7 @@ func (s *session) terminate(cause error) bool {
 	}
 	s.h.waitExits(s.id, exits)
 	s.life.Lock()
-	s.finishTerminate(context.Background())
+	s.finishTerminate(ctx)
 	s.life.Unlock()
 	return true
 }

@@ -94,6 +94,11 @@ func errMethodNotAllowed() *failure {
 		message: "Method Not Allowed: use POST, GET or DELETE"}
 }
 
+func errStreamingDisabled() *failure {
+	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
+		message: "Method Not Allowed: this server offers no standalone GET stream"}
+}
+
 // 406 Not Acceptable.
 func errNotAcceptablePost() *failure {
 	return &failure{status: http.StatusNotAcceptable, code: codeServerError,
