@@ -36,11 +36,13 @@ const (
 // Handler is the transport. Create it with New; it is safe for concurrent
 // use. Shutdown (or Close) stops it and joins its goroutines.
 type Handler struct {
-	mcp    *server.MCPServer
-	cfg    Config
-	log    *slog.Logger
-	sched  *heartbeat.Scheduler // nil when heartbeats are disabled
-	holder string               // names this handler in stream leases
+	mcp        *server.MCPServer
+	cfg        Config
+	log        *slog.Logger
+	sched      *heartbeat.Scheduler         // nil when heartbeats are disabled
+	modern     *server.StreamableHTTPServer // mcp-go's handler, for 2026-07-28
+	modernReqs modernSet
+	holder     string // names this handler in stream leases
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -77,6 +79,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	if cfg.HeartbeatInterval > 0 {
 		h.sched = heartbeat.NewScheduler(cfg.Clock)
 	}
+	h.modern = newModernHandler(mcpServer, h)
 	if cfg.IdleTTL > 0 {
 		go h.sweep()
 	} else {
@@ -96,6 +99,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.isShutting() {
 		writeFailure(w, errShuttingDown())
+		return
+	}
+	if r.Method != http.MethodPost && declaresModern(r, nil) {
+		writeFailure(w, errModernMethod())
 		return
 	}
 	switch r.Method {
@@ -304,7 +311,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			begun = append(begun, s)
 		}
 	}
-	err := waitAll(ctx, exits)
+	err := waitAll(ctx, append(exits, h.modernReqs.close()))
 	for _, s := range begun {
 		s.life.Lock()
 		s.finishTerminate(context.WithoutCancel(ctx))

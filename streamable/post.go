@@ -37,6 +37,10 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
+	if declaresModern(r, body) {
+		h.serveModern(w, r, body)
+		return
+	}
 	env, f := parseEnvelope(body)
 	if f != nil {
 		writeFailure(w, f)

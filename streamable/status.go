@@ -99,6 +99,11 @@ func errStreamingDisabled() *failure {
 		message: "Method Not Allowed: this server offers no standalone GET stream"}
 }
 
+func errModernMethod() *failure {
+	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST",
+		message: "Method Not Allowed: protocol version 2026-07-28 has no sessions and no standalone stream; use POST"}
+}
+
 // 406 Not Acceptable.
 func errNotAcceptablePost() *failure {
 	return &failure{status: http.StatusNotAcceptable, code: codeServerError,
