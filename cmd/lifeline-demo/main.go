@@ -2,12 +2,20 @@
 // the in-memory session store.
 //
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
-//	    [-idle-ttl 30m] [-write-timeout 10s] [-debug]
+//	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
 // {steps}, whose progress and log notifications travel on the call's own
 // response. With -debug, /debug/pprof/ is served on the same listener.
+//
+// With -everything, the demo serves the MCP conformance suite's
+// "everything" server (package internal/everything: its test_* tools,
+// test:// resources, prompts and completion) instead of the demo tools, so
+// the suite can be run against lifeline:
+//
+//	go run ./cmd/lifeline-demo -everything -addr 127.0.0.1:18111
+//	npx @modelcontextprotocol/conformance server --url http://127.0.0.1:18111/mcp
 package main
 
 import (
@@ -25,8 +33,11 @@ import (
 	"syscall"
 	"time"
 
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
 	"github.com/lifeline-mcp/lifeline/heartbeat"
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/internal/everything"
 	"github.com/lifeline-mcp/lifeline/server"
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
@@ -50,6 +61,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	idle := fs.Duration("idle-ttl", streamable.DefaultIdleTTL, "idle session lifetime (0 disables expiry)")
 	wt := fs.Duration("write-timeout", streamable.DefaultWriteTimeout, "deadline of each stream write")
 	debug := fs.Bool("debug", false, "also serve /debug/pprof/ and log at debug level")
+	everythingMode := fs.Bool("everything", false, "serve the MCP conformance suite's everything server instead of the demo tools")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,8 +77,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	var mcpServer *mcpserver.MCPServer
+	if *everythingMode {
+		mcpServer = everything.NewServer()
+	} else {
+		mcpServer = demotools.NewServer("lifeline-demo", "0.1.0")
+	}
 	mux := http.NewServeMux()
-	srv := server.New(demotools.NewServer("lifeline-demo", "0.1.0"),
+	srv := server.New(mcpServer,
 		server.WithHeartbeatInterval(*hb),
 		server.WithSessionIdleTTL(*idle),
 		server.WithWriteTimeout(*wt),
@@ -87,7 +105,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 
 	logger.Info("lifeline-demo serving MCP", "url", "http://"+l.Addr().String()+server.DefaultEndpointPath,
-		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug)
+		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	if ready != nil {

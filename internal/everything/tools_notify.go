@@ -1,0 +1,118 @@
+package everything
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Names of the tools that send notifications while they run, and of the
+// reconnection tool.
+const (
+	ToolWithLogging  = "test_tool_with_logging"
+	ToolWithProgress = "test_tool_with_progress"
+	ToolReconnection = "test_reconnection"
+)
+
+// StepDelay is the pause between the notifications of the logging and
+// progress tools, so that a client sees them arrive while the call runs.
+const StepDelay = 50 * time.Millisecond
+
+// The info-level log messages test_tool_with_logging sends, in this order.
+const (
+	LogStarted    = "Tool execution started"
+	LogProcessing = "Tool processing data"
+	LogCompleted  = "Tool execution completed"
+)
+
+// ProgressTotal is the total of every progress notification; the progress
+// values reported are 0, half of it, and all of it.
+const ProgressTotal = 100
+
+func logMessages() []string { return []string{LogStarted, LogProcessing, LogCompleted} }
+
+func progressSteps() []int { return []int{0, ProgressTotal / 2, ProgressTotal} }
+
+// addNotifyingTools registers the tools whose notifications travel on the
+// call's own response stream: the context each handler gets carries the
+// request's session, so SendNotificationToClient and SendLogMessageToClient
+// reach that request's client, not the session's GET stream.
+func addNotifyingTools(s *server.MCPServer) {
+	s.AddTool(newTool(ToolWithLogging,
+		"Sends three info-level log notifications during the call, "+
+			fmt.Sprint(StepDelay)+" apart (subject to logging/setLevel), then returns."),
+		withLogging(s))
+	s.AddTool(newTool(ToolWithProgress,
+		"Reports progress 0, 50 and 100 of 100, "+fmt.Sprint(StepDelay)+
+			" apart, when the call carries a progress token, then returns."),
+		withProgress(s))
+	s.AddTool(newTool(ToolReconnection,
+		"Stands in for the SEP-1699 reconnection test. lifeline's transport does not close "+
+			"a request's stream for the client to resume it, so the result arrives on the original stream."),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("Reconnection test completed: the result was delivered " +
+				"on the request's original stream (this transport does not ask clients to reconnect)."), nil
+		})
+}
+
+func withLogging(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		msgs := logMessages()
+		for i, msg := range msgs {
+			if i > 0 {
+				if err := pause(ctx, StepDelay); err != nil {
+					return nil, fmt.Errorf("%s cancelled before message %d: %w", ToolWithLogging, i+1, err)
+				}
+			}
+			// A refused send (the client stopped reading) ends the request on
+			// the transport's side; there is nothing more to do here.
+			_ = s.SendLogMessageToClient(ctx,
+				mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, ToolWithLogging, msg))
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("%s sent %d log messages", ToolWithLogging, len(msgs))), nil
+	}
+}
+
+func withProgress(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var token mcp.ProgressToken
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+		for i, p := range progressSteps() {
+			if i > 0 {
+				if err := pause(ctx, StepDelay); err != nil {
+					return nil, fmt.Errorf("%s cancelled at %d of %d: %w", ToolWithProgress, p, ProgressTotal, err)
+				}
+			}
+			if token == nil {
+				continue
+			}
+			_ = s.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+				"progressToken": token,
+				"progress":      p,
+				"total":         ProgressTotal,
+				"message":       fmt.Sprintf("%d of %d done", p, ProgressTotal),
+			})
+		}
+		if token == nil {
+			return mcp.NewToolResultText("done (no progress token, so no progress was reported)"), nil
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("done, progress reported to token %v", token)), nil
+	}
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
