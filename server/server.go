@@ -96,6 +96,13 @@ func WithHTTPContextFunc(fn mcpserver.HTTPContextFunc) Option {
 	return func(s *Server) { s.cfg.ContextFunc = fn }
 }
 
+// WithStateLess serves every request on an ephemeral session of its own
+// (see streamable.Config.Stateless), as mcp-go's option of the same name
+// does, except that no client's messages ever reach another.
+func WithStateLess(stateless bool) Option {
+	return func(s *Server) { s.cfg.Stateless = stateless }
+}
+
 // WithDisableStreaming answers GET with 405 (no standalone stream), as
 // mcp-go's option of the same name does.
 func WithDisableStreaming(disable bool) Option {

@@ -92,6 +92,11 @@ type Config struct {
 	// authentication, say. The request's headers are always reachable with
 	// RequestHeader.
 	ContextFunc func(ctx context.Context, r *http.Request) context.Context
+	// Stateless serves every POST on an ephemeral session of its own, ended
+	// with the request: no session ids, GET and DELETE get 405, server-to-
+	// client requests fail, and no client's messages ever reach another.
+	// In-flight stateless requests count toward MaxSessions.
+	Stateless bool
 	// DisableStreaming answers GET with 405: no standalone stream, so
 	// session notifications wait in the queue (and are refused when it is
 	// full); request-scoped messages still stream on POST responses.

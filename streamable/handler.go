@@ -108,10 +108,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		h.servePost(w, r)
-	case http.MethodGet:
-		h.serveGet(w, r)
-	case http.MethodDelete:
-		h.serveDelete(w, r)
+	case http.MethodGet, http.MethodDelete:
+		if h.cfg.Stateless {
+			writeFailure(w, errStatelessMethod())
+			return
+		}
+		if r.Method == http.MethodGet {
+			h.serveGet(w, r)
+		} else {
+			h.serveDelete(w, r)
+		}
 	default:
 		writeFailure(w, errMethodNotAllowed())
 	}

@@ -46,6 +46,10 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
+	if h.cfg.Stateless {
+		h.serveStateless(w, r, env, body)
+		return
+	}
 	if env.Method == string(mcp.MethodInitialize) {
 		h.initialize(w, r, env, body)
 		return

@@ -96,7 +96,7 @@ func (p *postStream) upgrade() bool {
 	if !p.sess.active() {
 		p.sse.close(context.Cause(p.sess.ctx))
 	}
-	return p.sse.start(p.sess.id) == nil
+	return p.sse.start(p.sess.headerID()) == nil
 }
 
 func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
@@ -201,7 +201,9 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	err = st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set(headerSessionID, p.sess.id)
+		if id := p.sess.headerID(); id != "" {
+			h.Set(headerSessionID, id)
+		}
 		p.w.WriteHeader(http.StatusOK)
 		_, err := p.w.Write(append(b, '\n'))
 		return err

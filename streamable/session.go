@@ -58,6 +58,8 @@ type session struct {
 	ended chan struct{} // closed when the session is terminated
 
 	calls callTable
+
+	stateless bool // an ephemeral session serving one stateless request
 }
 
 func newSession(h *Handler, id string) *session {

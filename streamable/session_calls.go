@@ -138,6 +138,9 @@ var errQueueFull = errors.New("lifeline: outbound request queue is full")
 // call sends a server-to-client request on queue and waits for the client's
 // answer, ctx, or the end of the session.
 func (s *session) call(ctx context.Context, queue chan []byte, method string, params any) (json.RawMessage, error) {
+	if s.stateless {
+		return nil, errStatelessCall
+	}
 	id, ch, err := s.calls.newCall()
 	if err != nil {
 		return nil, err

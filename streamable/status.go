@@ -104,6 +104,11 @@ func errModernMethod() *failure {
 		message: "Method Not Allowed: protocol version 2026-07-28 has no sessions and no standalone stream; use POST"}
 }
 
+func errStatelessMethod() *failure {
+	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST",
+		message: "Method Not Allowed: this server is stateless; it has no sessions and no standalone stream"}
+}
+
 // 406 Not Acceptable.
 func errNotAcceptablePost() *failure {
 	return &failure{status: http.StatusNotAcceptable, code: codeServerError,

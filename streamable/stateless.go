@@ -1,0 +1,49 @@
+package streamable
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+)
+
+// errRequestDone ends the ephemeral session of a stateless request.
+var errRequestDone = errors.New("stateless request done")
+
+// errStatelessCall refuses server-to-client requests in stateless mode.
+var errStatelessCall = errors.New("lifeline: stateless mode has no session to carry the client's answer to a server request")
+
+// serveStateless serves one POST in stateless mode: the message runs on an
+// ephemeral session of its own that ends with the request, so nothing one
+// client's request sends can reach another client. No session id is
+// issued or required, GET and DELETE get 405, and server-to-client requests
+// (sampling, elicitation, roots) fail, having no way back.
+func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
+	if env.Method == "" {
+		// No server request was ever sent, so no answer can be expected.
+		writeFailure(w, errUnknownResponseID(env.ID))
+		return
+	}
+	sess := newSession(h, "stateless-"+rand.Text())
+	sess.stateless = true
+	sess.Initialize()
+	if f := h.addSession(sess); f != nil {
+		writeFailure(w, f)
+		return
+	}
+	defer sess.terminate(context.Background(), errRequestDone)
+	if len(env.ID) == 0 {
+		h.mcp.HandleMessage(h.mcp.WithContext(h.requestContext(r.Context(), r), sess), body)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	h.serveRequest(w, r, sess, env, body)
+}
+
+// headerID is the session id to put on responses: none in stateless mode.
+func (s *session) headerID() string {
+	if s.stateless {
+		return ""
+	}
+	return s.id
+}
