@@ -44,7 +44,9 @@ func (h *Handler) originAllowed(origin, host string, loopbackConn bool) bool {
 	return loopbackConn && isLoopbackHost(u.Host)
 }
 
-// applyCORS adds the CORS response headers for an allowed cross-origin
+// applyCORS adds the CORS response headers (with AllowedOrigins "*" and
+// CORSAllowCredentials together, any origin is echoed with credentials
+// allowed: use both only for a server that needs no cookie protection) for an allowed cross-origin
 // request and answers a preflight. It reports whether the request was a
 // preflight and has been answered.
 func (h *Handler) applyCORS(w http.ResponseWriter, r *http.Request) bool {

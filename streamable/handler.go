@@ -2,7 +2,8 @@
 // http.Handler that serves one MCP endpoint on top of mcp-go's
 // *server.MCPServer and owns every session, stream and goroutine it starts.
 //
-// It serves protocol versions 2024-11-05 through 2025-11-25. Sessions are
+// It serves protocol versions 2024-11-05 through 2025-11-25 itself, and
+// 2026-07-28 (no sessions) by delegating to mcp-go's own handler. Sessions are
 // created by initialize and live until DELETE, idle expiry or Shutdown;
 // each has at most one standalone GET stream, kept alive by JSON-RPC pings.
 // Every write of a stream event or a response body has a deadline, and
@@ -376,7 +377,9 @@ func (h *Handler) sweepOnce() {
 			return
 		default:
 		}
-		if !s.active() {
+		if !s.active() || s.stateless {
+			// A stateless request's session has no record and ends with
+			// its request.
 			continue
 		}
 		if s.busy() {

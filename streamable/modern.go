@@ -60,7 +60,9 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	defer h.modernReqs.remove(dw)
 	defer dw.stopKeepalive()
-	r = r.WithContext(ctx)
+	// mcp-go's handler derives the context of the message from the
+	// request's: headers and ContextFunc reach tools as on other versions.
+	r = r.WithContext(h.requestContext(ctx, r))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	h.modern.ServeHTTP(dw, r)
 }

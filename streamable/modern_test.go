@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
@@ -133,5 +134,42 @@ func TestModernListenStreamGetsKeepAlives(t *testing.T) {
 		resp.Body.Close() // frees the reader
 		<-ended
 		t.Fatal("the listen stream outlived Shutdown")
+	}
+}
+
+func TestModernRequestsGetHeadersAndContextFunc(t *testing.T) {
+	cfg := streamable.Config{ContextFunc: func(ctx context.Context, r *http.Request) context.Context {
+		return context.WithValue(ctx, tenantKey{}, r.Header.Get("X-Tenant"))
+	}}
+	r := newRig(t, cfg, func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tenant, _ := ctx.Value(tenantKey{}).(string)
+			return mcp.NewToolResultText(tenant + "/" + streamable.RequestHeader(ctx).Get("X-Tenant")), nil
+		})
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	httpTransport, err := transport.NewStreamableHTTP(r.ts.URL, transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
+		transport.WithHTTPHeaders(map[string]string{"X-Tenant": "acme"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(httpTransport)
+	ctx := testutil.Context(t, wait)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "whoami"
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(mcp.TextContent).Text; text != "acme/acme" {
+		t.Fatalf("a 2026-07-28 tool saw %q, want the ContextFunc value and the header", text)
 	}
 }

@@ -47,6 +47,10 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.cfg.Stateless {
+		if f := checkProtocolVersion(r); f != nil && env.Method != string(mcp.MethodInitialize) {
+			writeFailure(w, f)
+			return
+		}
 		h.serveStateless(w, r, env, body)
 		return
 	}

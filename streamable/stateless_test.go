@@ -111,3 +111,37 @@ func TestStatelessRefusesServerRequests(t *testing.T) {
 		t.Fatalf("sampling in stateless mode: %s", last.Result)
 	}
 }
+
+func TestStatelessChecksTheProtocolVersion(t *testing.T) {
+	r := newRig(t, streamable.Config{Stateless: true})
+	c := r.client()
+	c.ProtocolVersion = "1999-01-01"
+	resp, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRPCError(t, "stateless, bad version", resp.Status, http.StatusBadRequest, resp.Body, "MCP-Protocol-Version")
+}
+
+func TestStatelessRequestOutlivesTheIdleTTL(t *testing.T) {
+	gate := make(chan struct{})
+	r := newRig(t, streamable.Config{Stateless: true, IdleTTL: testIdleTTL}, gatedTool(gate))
+	ctx := testutil.Context(t, wait)
+	call, err := r.client().PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": "gated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer call.Close()
+	// Keep-alives every 5 ms: 60 of them span three idle TTLs.
+	for range 60 {
+		if _, err := call.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(gate)
+	m, err := call.NextMessage(ctx)
+	if err != nil || m.Result == nil {
+		t.Fatalf("a stateless request outliving the idle TTL answered %+v, %v", m, err)
+	}
+}
