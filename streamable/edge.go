@@ -13,22 +13,25 @@ import (
 // checkEdge applies the protections that come before any MCP handling:
 // DNS-rebinding protection (a request that reached a loopback listener
 // must name a loopback host) and Origin validation (a present Origin must
-// be the server's own, a loopback origin on a loopback listener, or
-// allowed). It returns the failure to answer with, or nil.
+// be listed in AllowedOrigins, or be local on a loopback listener). It
+// returns the failure to answer with, or nil.
 func (h *Handler) checkEdge(r *http.Request) *failure {
 	loopbackConn := arrivedOnLoopback(r)
 	if loopbackConn && !h.cfg.DisableLocalhostProtection && !isLoopbackHost(r.Host) {
 		return errForbiddenHost(r.Host)
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" || h.originAllowed(origin, r.Host, loopbackConn) {
+	if origin == "" || h.originAllowed(origin, loopbackConn) {
 		return nil
 	}
 	return errForbiddenOrigin(origin)
 }
 
-// originAllowed reports whether a request from origin may be served.
-func (h *Handler) originAllowed(origin, host string, loopbackConn bool) bool {
+// originAllowed reports whether a request from origin may be served: a
+// listed origin, or a local page talking to a server on a loopback
+// listener. (An origin matching the request's Host proves nothing: a
+// rebinding attacker controls both.)
+func (h *Handler) originAllowed(origin string, loopbackConn bool) bool {
 	if slices.Contains(h.cfg.AllowedOrigins, "*") || slices.Contains(h.cfg.AllowedOrigins, origin) {
 		return true
 	}
@@ -36,11 +39,6 @@ func (h *Handler) originAllowed(origin, host string, loopbackConn bool) bool {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	// Same origin: a page served by this very host.
-	if strings.EqualFold(u.Host, host) {
-		return true
-	}
-	// A local page talking to a local server.
 	return loopbackConn && isLoopbackHost(u.Host)
 }
 
@@ -68,8 +66,13 @@ func (h *Handler) applyCORS(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	hdr.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-	hdr.Set("Access-Control-Allow-Headers",
-		"Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+	// The origin is trusted: allow the headers its page asks for (MCP's own,
+	// Mcp-Method and Mcp-Name on 2026-07-28, and any of the application's).
+	allow := "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
+		allow = asked
+	}
+	hdr.Set("Access-Control-Allow-Headers", allow)
 	hdr.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAgeSeconds))
 	w.WriteHeader(http.StatusNoContent)
 	return true

@@ -2,7 +2,10 @@ package streamable_test
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/lifeline-mcp/lifeline/streamable"
@@ -108,5 +111,53 @@ func TestCORSForAllowedOrigins(t *testing.T) {
 	other := edgeRequest(t, r, "", "http://localhost:5173")
 	if other.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatal("CORS headers for an origin not listed")
+	}
+}
+
+// On a public listener, an Origin naming the request's own Host is no
+// proof of anything (a rebinding attacker controls both): only listed
+// origins pass. No socket needed: the listener address is what net/http
+// puts in the request's context.
+func TestOriginMatchingHostIsNotTrustedOnAPublicListener(t *testing.T) {
+	r := newRig(t, streamable.Config{AllowedOrigins: []string{"https://app.example"}})
+	public := &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 443}
+	serve := func(host, origin string) int {
+		req := httptest.NewRequest(http.MethodPost, "https://"+host+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, net.Addr(public)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", origin)
+		rec := httptest.NewRecorder()
+		r.h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if got := serve("attacker.example", "https://attacker.example"); got != http.StatusForbidden {
+		t.Fatalf("same-host Origin on a public listener: %d, want 403", got)
+	}
+	if got := serve("mcp.example", "http://localhost:3000"); got != http.StatusForbidden {
+		t.Fatalf("local Origin on a public listener: %d, want 403", got)
+	}
+	if got := serve("mcp.example", "https://app.example"); got != http.StatusOK {
+		t.Fatalf("listed Origin on a public listener: %d, want 200", got)
+	}
+}
+
+func TestCORSPreflightAllowsTheHeadersAsked(t *testing.T) {
+	r := newRig(t, streamable.Config{AllowedOrigins: []string{"https://app.example"}})
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodOptions, r.ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type, mcp-method, mcp-name, x-tenant")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Access-Control-Allow-Headers"); !strings.Contains(got, "mcp-method") || !strings.Contains(got, "x-tenant") {
+		t.Fatalf("Access-Control-Allow-Headers %q does not allow what the page asked", got)
 	}
 }

@@ -170,7 +170,7 @@ func (d *deadlineWriter) writeLocked(p []byte) (int, error) {
 		d.failed = true
 		return 0, errShutdown
 	}
-	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	d.armDeadline()
 	n, err := d.w.Write(p)
 	_ = d.rc.SetWriteDeadline(time.Time{})
 	if err != nil {
@@ -191,7 +191,7 @@ func (d *deadlineWriter) flushLocked() {
 		d.failed = true
 		return
 	}
-	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	d.armDeadline()
 	if d.rc.Flush() != nil {
 		d.failed = true
 	}
@@ -232,5 +232,14 @@ func (d *deadlineWriter) stopKeepalive() {
 	if stop != nil {
 		close(stop)
 		<-done
+	}
+}
+
+// armDeadline sets the write deadline for the next write; an interrupt
+// that raced the setting wins.
+func (d *deadlineWriter) armDeadline() {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	if d.interrupted.Load() {
+		_ = d.rc.SetWriteDeadline(time.Unix(1, 0))
 	}
 }

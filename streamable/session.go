@@ -200,6 +200,9 @@ func (s *session) finishTerminate(ctx context.Context) {
 	defer close(s.ended)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(ctx, s.id)
+	if s.stateless {
+		return // never stored
+	}
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
 		s.h.log.Warn("lifeline: store terminate failed", "session", s.id, "err", err)
 	}
