@@ -1,6 +1,6 @@
 module github.com/lifeline-mcp/lifeline/interop
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/lifeline-mcp/lifeline v0.0.0
@@ -19,7 +19,7 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )

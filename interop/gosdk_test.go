@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // pinnedVersion is the protocol version the Go SDK client is told to ask
 // for: lifeline serves 2025-11-25 and older, and the client's default is
-// 2026-07-28 (see TestGoSDKDefaultVersionFallsBack).
+// 2026-07-28 (see TestGoSDKDefaultVersion).
 const pinnedVersion = "2025-11-25"
 
 // gosdk is an official Go SDK client with the handlers the tests observe.
@@ -258,11 +258,9 @@ func TestGoSDKClientSession(t *testing.T) {
 }
 
 // Without a pinned version the client asks for its default, 2026-07-28, by
-// POSTing server/discover first. A transport that serves only 2025-11-25 and
-// older answers 400 (unsupported MCP-Protocol-Version) and the client falls
-// back to initialize with 2025-11-25; a transport that serves 2026-07-28
-// answers it, and the client then runs sessionless (no Mcp-Session-Id, no
-// GET stream). Either way the client must work; the test says which it was.
+// POSTing server/discover first. lifeline serves that version (delegating
+// to mcp-go's handler), so the client runs sessionless: no Mcp-Session-Id,
+// no GET stream.
 func TestGoSDKDefaultVersion(t *testing.T) {
 	h := start(t, streamable.Config{})
 	ctx := testutil.Context(t, 2*wait)
@@ -278,29 +276,15 @@ func TestGoSDKDefaultVersion(t *testing.T) {
 	if first.RPC != "server/discover" || first.Version != "2026-07-28" || first.SessionID != "" {
 		t.Fatalf("first exchange %v, want server/discover with MCP-Protocol-Version 2026-07-28", first)
 	}
-	switch version {
-	case pinnedVersion:
-		if first.Status != http.StatusBadRequest {
-			t.Fatalf("server/discover answered %d, yet the client fell back to initialize", first.Status)
-		}
-		if n := h.H.Stats().Sessions; n != 1 || cs.ID() == "" {
-			t.Fatalf("%d sessions, client session id %q; want 1 (server/discover must not create one)", n, cs.ID())
-		}
-		mustEcho(t, ctx, cs, "after fallback")
-		g.mustNotify(t, ctx, cs, "fallback-note")
-	case "2026-07-28":
-		if first.Status != http.StatusOK {
-			t.Fatalf("server/discover answered %d, yet the client negotiated 2026-07-28", first.Status)
-		}
-		if n := h.H.Stats().Sessions; n != 0 || cs.ID() != "" {
-			t.Fatalf("%d sessions, client session id %q; want none on the sessionless protocol", n, cs.ID())
-		}
-		mustEcho(t, ctx, cs, "sessionless")
-		if gets := h.Wire.find(func(ex exchange) bool { return ex.Method == http.MethodGet }); len(gets) != 0 {
-			t.Fatalf("GET on the sessionless protocol: %v", gets)
-		}
-	default:
-		t.Fatalf("negotiated %q", version)
+	if version != "2026-07-28" || first.Status != http.StatusOK {
+		t.Fatalf("negotiated %q (server/discover answered %d), want 2026-07-28", version, first.Status)
+	}
+	if n := h.H.Stats().Sessions; n != 0 || cs.ID() != "" {
+		t.Fatalf("%d sessions, client session id %q; want none on the sessionless protocol", n, cs.ID())
+	}
+	mustEcho(t, ctx, cs, "sessionless")
+	if gets := h.Wire.find(func(ex exchange) bool { return ex.Method == http.MethodGet }); len(gets) != 0 {
+		t.Fatalf("GET on the sessionless protocol: %v", gets)
 	}
 }
 

@@ -1,0 +1,72 @@
+// Package redisstore is a sessionstore.Store on Redis, for several replicas
+// serving the same sessions. It has the contract of sessionstore.Memory,
+// with its clock being the Redis server's.
+//
+// Usage, one Store per process:
+//
+//	client := redis.NewClient(&redis.Options{
+//		Addr:                  "127.0.0.1:6379",
+//		ContextTimeoutEnabled: true, // let OpTimeout bound a hung server
+//	})
+//	defer client.Close()
+//	store := redisstore.New(client, redisstore.Options{Prefix: "myapp:"})
+//	defer store.Close()
+//	err := store.Create(ctx, sessionstore.Record{ID: id}, 30*time.Minute)
+//	if errors.Is(err, redisstore.ErrUnavailable) {
+//		// answer 503
+//	}
+//
+// # Layout
+//
+// Under the prefix P: the record of session id is the hash P+"session:"+id
+// (fields v, ci, c, e, t, s, n; see scripts.go) with a PX expiry of the
+// session's ttl, none without one; a terminated session's record stays as a
+// tombstone (s = "terminated") for its last ttl, or
+// sessionstore.TombstoneTTL. P+"sessions" is a sorted set of the ids of
+// live sessions scored by expiry (+inf for none), which Count counts and
+// prunes. P+"lease:"+id holds the stream holder with a PX expiry. Messages
+// for a session go to the pub/sub channel P+"bus:"+id, where a termination
+// is broadcast too; P+"wake:"+random is a Store's private channel for
+// waking its own dispatcher. Every operation on records and leases is one
+// command or one Lua script, so each is atomic; times are the server's
+// (TIME).
+//
+// # The bus
+//
+// Each Store has one pub/sub connection, on which it subscribes a session's
+// channel once however many local subscriptions it has, and one dispatcher
+// goroutine, the only user of that connection: it subscribes and
+// unsubscribes channels as local subscriptions come and go and routes what
+// arrives. Close stops both. Subscribe returns once the server has the
+// subscription, so every later Publish reaches it; closing a subscription
+// never waits for Redis. Delivery is Redis pub/sub's: in order and at most
+// once per Publish that reached the server (go-redis retries a call whose
+// connection broke, which can repeat one). A subscription whose buffer (Options.BusBuffer) is full misses the
+// message, which is counted in Store.Dropped; Publish cannot report it, as
+// Memory's does, since delivery happens after it returns. Messages
+// published while a Store's pub/sub connection is down are lost for it;
+// after reconnecting, and every Options.CheckInterval, it closes its
+// subscriptions to sessions that ended meanwhile, so a missed termination
+// closes them late, not never. A subscription to a session that expires is
+// closed by that check, or at once when this Store finds the session gone.
+//
+// # Failures
+//
+// Every call is bounded by Options.OpTimeout, go-redis's own retries
+// included (with the client's default MaxRetries and DialerRetries an
+// unreachable server can use all of it; lower them to fail sooner). An
+// error caused by Redis being unreachable, timing out or not ready wraps
+// ErrUnavailable (and the cause); the transport answers 503 for it.
+// go-redis reconnects by itself, so calls succeed again once Redis is
+// back. Redis without persistence loses every session on a restart: calls
+// then answer ErrNotFound, and clients re-initialize.
+//
+// # Cluster and Sentinel
+//
+// A Sentinel-backed client (redis.NewFailoverClient, or NewUniversalClient
+// with MasterName) works as is; a failover loses what was not replicated,
+// like a restart. On Redis Cluster the prefix must contain a hash tag, e.g.
+// "{lifeline}:", so that all keys share one slot (the scripts touch several
+// keys); that puts every session on one shard. Pub/sub messages are
+// broadcast to every node of a cluster.
+package redisstore

@@ -1,0 +1,125 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// Defaults for Options.
+const (
+	DefaultPrefix        = "lifeline:"
+	DefaultOpTimeout     = 2 * time.Second
+	DefaultCheckInterval = 15 * time.Second
+)
+
+// Options configure a Store. The zero value gives the defaults.
+type Options struct {
+	// Prefix starts every key and channel name (DefaultPrefix when empty).
+	// Stores that share sessions use the same prefix. On Redis Cluster it
+	// must contain a hash tag, e.g. "{lifeline}:", so that every key is in
+	// one slot: the scripts touch several keys at once.
+	Prefix string
+	// OpTimeout bounds every call to Redis, on top of the caller's context
+	// (DefaultOpTimeout when <= 0). It bounds a hung server only if the
+	// client was built with ContextTimeoutEnabled; otherwise the client's
+	// own read and write timeouts apply.
+	OpTimeout time.Duration
+	// BusBuffer is how many messages a subscription buffers before the bus
+	// drops messages for it (sessionstore.MemoryBusBuffer when <= 0).
+	BusBuffer int
+	// CheckInterval is how often the bus pings its idle pub/sub connection
+	// and re-checks that the sessions it is subscribed to are still live,
+	// closing the subscriptions of any that expired or whose termination
+	// broadcast was missed while Redis was unreachable
+	// (DefaultCheckInterval when <= 0).
+	CheckInterval time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = DefaultOpTimeout
+	}
+	if o.BusBuffer <= 0 {
+		o.BusBuffer = sessionstore.MemoryBusBuffer
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = DefaultCheckInterval
+	}
+	return o
+}
+
+// Store is a sessionstore.Store on Redis, shared by every replica that uses
+// the same Redis and prefix. It is safe for concurrent use. Call Close when
+// done with it; the client stays the caller's to close.
+type Store struct {
+	client  redis.UniversalClient
+	opts    Options
+	scripts scripts
+	bus     *bus
+}
+
+var _ sessionstore.Store = (*Store)(nil)
+
+// New returns a Store on client. It does not contact Redis: a Store made
+// while Redis is unreachable works once Redis answers. It starts the bus's
+// dispatcher goroutine, which Close stops.
+func New(client redis.UniversalClient, opts Options) *Store {
+	opts = opts.withDefaults()
+	s := &Store{client: client, opts: opts, scripts: newScripts()}
+	s.bus = newBus(client, busConfig{
+		prefix:     opts.Prefix + "bus:",
+		wakePrefix: opts.Prefix + "wake:",
+		buffer:     opts.BusBuffer,
+		interval:   opts.CheckInterval,
+		opTimeout:  opts.OpTimeout,
+		notLive:    s.notLive,
+	})
+	return s
+}
+
+// Close stops the bus: it closes every subscription of this Store, closes
+// its pub/sub connection and waits for the dispatcher to exit. Subscribe
+// fails afterwards with ErrClosed; the other methods keep working while the
+// client is open. Close is idempotent.
+func (s *Store) Close() error {
+	s.bus.close()
+	return nil
+}
+
+// Dropped reports how many messages this Store's bus has dropped because a
+// subscription's buffer was full. Publish cannot report those (see the
+// package documentation).
+func (s *Store) Dropped() uint64 { return s.bus.dropped.Load() }
+
+// The key layout; the Lua prune helper builds the first two itself.
+func (s *Store) keyRecord(id string) string { return s.opts.Prefix + "session:" + id }
+func (s *Store) keyLease(id string) string  { return s.opts.Prefix + "lease:" + id }
+func (s *Store) keyIndex() string           { return s.opts.Prefix + "sessions" }
+func (s *Store) channel(id string) string   { return s.bus.prefix + id }
+
+// opCtx bounds one call to Redis by OpTimeout.
+func (s *Store) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.OpTimeout)
+}
+
+// eval runs a script within OpTimeout and returns its table.
+func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args ...any) ([]any, error) {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	return sc.Run(ctx, s.client, keys, args...).Slice()
+}
+
+// ms converts a ttl to whole milliseconds, rounding up; 0 for none.
+func ms(ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
