@@ -47,19 +47,9 @@ func TestMCPGoClientSamplingAnd404Recovery(t *testing.T) {
 			return mcp.NewToolResultText(info.Name + "@" + version), nil
 		})
 	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	httpTransport, err := transport.NewStreamableHTTP(r.ts.URL, transport.WithHTTPBasicClient(&http.Client{Transport: tr}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(httpTransport, client.WithSamplingHandler(fixedSampler{}),
+	c := r.mcpgoClient(nil, client.WithSamplingHandler(fixedSampler{}),
 		client.WithProtocolVersion(mcp.ProtocolVersion20251125))
 	ctx := testutil.Context(t, wait)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	initialize := func() {
 		t.Helper()
 		req := mcp.InitializeRequest{}
@@ -106,4 +96,26 @@ func TestMCPGoClientSamplingAnd404Recovery(t *testing.T) {
 	if got, err := callText("ask"); err != nil || got != "sampled" {
 		t.Fatalf("after re-initializing: %q, %v", got, err)
 	}
+}
+
+// mcpgoClient returns mcp-go's own client, started, on the rig's endpoint
+// with its own connections; it is closed when the test ends.
+func (r *rig) mcpgoClient(headers map[string]string, opts ...client.ClientOption) *client.Client {
+	r.t.Helper()
+	tr := &http.Transport{}
+	r.t.Cleanup(tr.CloseIdleConnections)
+	topts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&http.Client{Transport: tr})}
+	if headers != nil {
+		topts = append(topts, transport.WithHTTPHeaders(headers))
+	}
+	httpTransport, err := transport.NewStreamableHTTP(r.ts.URL, topts...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c := client.NewClient(httpTransport, opts...)
+	if err := c.Start(testutil.Context(r.t, wait)); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { c.Close() })
+	return c
 }

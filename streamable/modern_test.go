@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -19,18 +17,8 @@ import (
 // delegating to mcp-go's handler.
 func TestModernProtocolConversationWithMCPGoClient(t *testing.T) {
 	r := newRig(t, streamable.Config{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	httpTransport, err := transport.NewStreamableHTTP(r.ts.URL, transport.WithHTTPBasicClient(&http.Client{Transport: tr}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(httpTransport)
+	c := r.mcpgoClient(nil)
 	ctx := testutil.Context(t, wait)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "modern", Version: "1"}
 	res, err := c.Initialize(ctx, init)
@@ -147,19 +135,8 @@ func TestModernRequestsGetHeadersAndContextFunc(t *testing.T) {
 			return mcp.NewToolResultText(tenant + "/" + streamable.RequestHeader(ctx).Get("X-Tenant")), nil
 		})
 	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	httpTransport, err := transport.NewStreamableHTTP(r.ts.URL, transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
-		transport.WithHTTPHeaders(map[string]string{"X-Tenant": "acme"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(httpTransport)
+	c := r.mcpgoClient(map[string]string{"X-Tenant": "acme"})
 	ctx := testutil.Context(t, wait)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
 		t.Fatal(err)
 	}
