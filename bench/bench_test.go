@@ -1,0 +1,33 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestQuickThroughput keeps the harness from rotting: a few hundred
+// tools/call against lifeline and the plain handler, JSON and SSE. It checks
+// that calls succeed, never how fast they are.
+func TestQuickThroughput(t *testing.T) {
+	for _, name := range []string{Lifeline, Plain} {
+		p, err := StartPeer(name, Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sse := range []bool{false, true} {
+			res, err := MeasureThroughput(p, 4, sse, 30*time.Second, 200)
+			if err != nil {
+				t.Errorf("%s sse=%v: %v", name, sse, err)
+				continue
+			}
+			if res.Errors > 0 || res.Lat.N != 200 {
+				t.Errorf("%s sse=%v: %d calls, %d errors (first %s)", name, sse, res.Lat.N, res.Errors, res.FirstEr)
+			}
+		}
+		p.Close()
+	}
+}
