@@ -20,21 +20,19 @@ import (
 const modernVersion = mcp.ProtocolVersion20260728
 
 // declaresModern reports whether a request declares the 2026-07-28
-// protocol, by header or, for a POST body, in params._meta. Later versions
-// are not served (400), so only that exact version counts.
-func declaresModern(r *http.Request, body []byte) bool {
+// protocol, by header or in its message's params._meta. Later versions are
+// not served (400), so only that exact version counts.
+func declaresModern(r *http.Request, params json.RawMessage) bool {
 	if r.Header.Get(headerProtocolVersion) == modernVersion {
 		return true
 	}
-	if body == nil {
-		return false
+	if !bytes.Contains(params, []byte(modernVersion)) {
+		return false // the cheap check spares most requests a decode
 	}
-	var m struct {
-		Params struct {
-			Meta *mcp.Meta `json:"_meta"`
-		} `json:"params"`
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
 	}
-	return json.Unmarshal(body, &m) == nil && m.Params.Meta.ProtocolVersion() == modernVersion
+	return json.Unmarshal(params, &p) == nil && p.Meta.ProtocolVersion() == modernVersion
 }
 
 // newModernHandler returns mcp-go's own transport for the sessionless

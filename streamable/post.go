@@ -37,13 +37,17 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	if declaresModern(r, body) {
+	if r.Header.Get(headerProtocolVersion) == modernVersion {
 		h.serveModern(w, r, body)
 		return
 	}
 	env, f := parseEnvelope(body)
 	if f != nil {
 		writeFailure(w, f)
+		return
+	}
+	if declaresModern(r, env.Params) {
+		h.serveModern(w, r, body)
 		return
 	}
 	if h.cfg.Stateless {

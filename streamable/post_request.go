@@ -38,11 +38,18 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 		tick = e.Due()
 	}
 	sessDone := sess.ctx.Done()
+	// The request's queues exist once it first sends something.
+	var notes chan mcp.JSONRPCNotification
+	var reqs chan []byte
+	ready := rs.ready
 	for {
 		select {
-		case n := <-rs.notifications:
+		case <-ready:
+			notes, reqs = rs.queues()
+			ready = nil
+		case n := <-notes:
 			p.sendNotification(n)
-		case m := <-rs.requests:
+		case m := <-reqs:
 			p.send(m)
 		case <-tick:
 			p.keepalive()
@@ -53,13 +60,19 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 			sessDone = nil
 		case resp := <-result:
 			// Everything the request sent before it returned is queued by
-			// now: deliver it, then the response.
+			// now (its queues were made before anything was sent): deliver
+			// it, then the response.
+			select {
+			case <-ready:
+				notes, reqs = rs.queues()
+			default:
+			}
 			for {
 				select {
-				case n := <-rs.notifications:
+				case n := <-notes:
 					p.sendNotification(n)
 					continue
-				case m := <-rs.requests:
+				case m := <-reqs:
 					p.send(m)
 					continue
 				default:

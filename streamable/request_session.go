@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -13,24 +14,37 @@ import (
 // sampling during a tool call) travel on that POST's response, while
 // messages sent to the session by id or broadcast reach the session itself
 // and travel on the GET stream.
+//
+// Its queues are made on first use: most requests send nothing, and a
+// request must not pay for two QueueSize channels it never fills. ready
+// tells the writing loop when they exist.
 type requestSession struct {
 	*session
-	notifications chan mcp.JSONRPCNotification
-	requests      chan []byte
-	stream        atomic.Pointer[sseStream] // the POST's SSE stream, once upgraded
+	once          sync.Once
+	notifications chan mcp.JSONRPCNotification // set once, before ready
+	requests      chan []byte                  // set once, before ready
+	ready         chan struct{}                // one value once the queues exist
+	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
 }
 
 func newRequestSession(s *session) *requestSession {
-	return &requestSession{
-		session:       s,
-		notifications: make(chan mcp.JSONRPCNotification, s.h.cfg.QueueSize),
-		requests:      make(chan []byte, s.h.cfg.QueueSize),
-	}
+	return &requestSession{session: s, ready: make(chan struct{}, 1)}
+}
+
+// queues makes the request's queues on first use and returns them.
+func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
+	r.once.Do(func() {
+		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.QueueSize)
+		r.requests = make(chan []byte, r.h.cfg.QueueSize)
+		r.ready <- struct{}{}
+	})
+	return r.notifications, r.requests
 }
 
 // NotificationChannel implements server.ClientSession for this request.
 func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
-	return r.notifications
+	n, _ := r.queues()
+	return n
 }
 
 // UpgradeToSSEWhenReceiveNotification implements
@@ -38,7 +52,7 @@ func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 // overflow mcp-go refuses the send and the request's stream is squeezed, so
 // that a client that stopped reading loses it (which ends the request).
 func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
-	if len(r.notifications) < cap(r.notifications) {
+	if n, _ := r.queues(); len(n) < cap(n) {
 		return
 	}
 	squeezed := false
@@ -50,15 +64,18 @@ func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
 
 // RequestSampling implements server.SessionWithSampling on the POST stream.
 func (r *requestSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return r.requestSampling(ctx, r.requests, req)
+	_, q := r.queues()
+	return r.requestSampling(ctx, q, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation on the POST stream.
 func (r *requestSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return r.requestElicitation(ctx, r.requests, req)
+	_, q := r.queues()
+	return r.requestElicitation(ctx, q, req)
 }
 
 // ListRoots implements server.SessionWithRoots on the POST stream.
 func (r *requestSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return r.listRoots(ctx, r.requests, req)
+	_, q := r.queues()
+	return r.listRoots(ctx, q, req)
 }
