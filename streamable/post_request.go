@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -205,6 +206,22 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		writeFailure(p.w, errInternal("the response does not encode: "+err.Error()))
 		return
 	}
+	b = append(b, '\n')
+	if len(b) <= smallResponse {
+		// A small answer fits net/http's write buffer: the handler never
+		// blocks on it (net/http sends it, with a Content-Length, once the
+		// handler has returned), so it needs no deadline and no
+		// interruptible writer.
+		h := p.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(b)))
+		if id := p.sess.headerID(); id != "" {
+			h.Set(headerSessionID, id)
+		}
+		p.w.WriteHeader(http.StatusOK)
+		_, _ = p.w.Write(b)
+		return
+	}
 	st := newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.sess.addPostStream(st)
 	defer p.sess.removePostStream(st)
@@ -218,7 +235,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 			h.Set(headerSessionID, id)
 		}
 		p.w.WriteHeader(http.StatusOK)
-		_, err := p.w.Write(append(b, '\n'))
+		_, err := p.w.Write(b)
 		return err
 	})
 	if err != nil && !st.begun() {
@@ -239,3 +256,7 @@ func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.R
 	}()
 	return h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body)
 }
+
+// smallResponse is the largest JSON answer written without a deadline: it
+// fits net/http's 4 KiB write buffer, so the handler cannot block on it.
+const smallResponse = 4 << 10
