@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// serveRequest runs one JSON-RPC request through the MCPServer on a worker
-// goroutine while this handler goroutine writes: messages the request sends
-// (progress, logging, server requests) upgrade the response to SSE and go
-// out as they come; then the response. The worker is joined before return.
+// serveRequest runs one JSON-RPC request through the MCPServer on this
+// handler goroutine. A request that sends nothing and answers within the
+// heartbeat interval costs no other goroutine: its answer is written here.
+// One that sends messages (progress, logging, server requests), or runs
+// past the interval, gets a writer goroutine that upgrades the response to
+// SSE and writes as they come (keep-alives included); the writer is joined
+// before the answer is written, so the last message before it is never lost.
 func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
 	// The whole request, response included, is work the session's
 	// termination waits for (and interrupts).
@@ -24,66 +28,26 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	defer sess.endWork()
-	rs := newRequestSession(sess)
 	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
 	defer cancel(nil)
-	result := make(chan mcp.JSONRPCMessage, 1)
-	go func() { result <- h.handle(ctx, rs, env.ID, body) }()
+	// The session's end cancels the request (its stream is closed by the
+	// termination itself).
+	stopCancel := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
+	defer stopCancel()
 
-	p := postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, rs: rs}
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess}
+	p.rs = newRequestSession(sess, p.startWriter)
 	defer p.finish()
-	var tick <-chan struct{}
-	if h.sched != nil {
-		e := h.sched.Add(h.cfg.HeartbeatInterval)
-		defer e.Remove()
-		tick = e.Due()
+	var keepalive *time.Timer
+	if h.cfg.HeartbeatInterval > 0 {
+		keepalive = time.AfterFunc(h.cfg.HeartbeatInterval, p.startWriter)
 	}
-	sessDone := sess.ctx.Done()
-	// The request's queues exist once it first sends something.
-	var notes chan mcp.JSONRPCNotification
-	var reqs chan []byte
-	ready := rs.ready
-	for {
-		select {
-		case <-ready:
-			notes, reqs = rs.queues()
-			ready = nil
-		case n := <-notes:
-			p.sendNotification(n)
-		case m := <-reqs:
-			p.send(m)
-		case <-tick:
-			p.keepalive()
-		case <-sessDone:
-			// The session is terminating: cancel the request; its stream is
-			// closed, and its answer will not be written.
-			cancel(context.Cause(sess.ctx))
-			sessDone = nil
-		case resp := <-result:
-			// Everything the request sent before it returned is queued by
-			// now (its queues were made before anything was sent): deliver
-			// it, then the response.
-			select {
-			case <-ready:
-				notes, reqs = rs.queues()
-			default:
-			}
-			for {
-				select {
-				case n := <-notes:
-					p.sendNotification(n)
-					continue
-				case m := <-reqs:
-					p.send(m)
-					continue
-				default:
-				}
-				break
-			}
-			p.respond(resp)
-			return
-		}
+	resp := h.handle(ctx, p.rs, env.ID, body)
+	if keepalive != nil {
+		keepalive.Stop()
 	}
+	p.stopWriter()
+	p.respond(resp)
 }
 
 // postStream is the response to one POSTed request, upgraded to SSE on the
@@ -95,8 +59,16 @@ type postStream struct {
 	cancel context.CancelCauseFunc // ends the request
 	sess   *session
 	rs     *requestSession
-	sse    *sseStream
-	lost   int
+
+	// Written by the writer goroutine while it runs, else by the handler.
+	sse  *sseStream
+	lost int
+
+	mu         sync.Mutex // guards the writer's start and stop
+	started    bool
+	stopped    bool
+	done       chan struct{} // closed by stopWriter: the request has returned
+	writerDone chan struct{} // closed when the writer has exited
 }
 
 func (p *postStream) upgrade() bool {

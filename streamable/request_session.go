@@ -24,11 +24,14 @@ type requestSession struct {
 	notifications chan mcp.JSONRPCNotification // set once, before ready
 	requests      chan []byte                  // set once, before ready
 	ready         chan struct{}                // one value once the queues exist
+	onFirstUse    func()                       // starts the request's writer
 	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
 }
 
-func newRequestSession(s *session) *requestSession {
-	return &requestSession{session: s, ready: make(chan struct{}, 1)}
+// newRequestSession returns the request's session; onFirstUse runs once,
+// after the queues are made (it starts the request's writer).
+func newRequestSession(s *session, onFirstUse func()) *requestSession {
+	return &requestSession{session: s, ready: make(chan struct{}, 1), onFirstUse: onFirstUse}
 }
 
 // queues makes the request's queues on first use and returns them.
@@ -37,6 +40,9 @@ func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.QueueSize)
 		r.requests = make(chan []byte, r.h.cfg.QueueSize)
 		r.ready <- struct{}{}
+		if r.onFirstUse != nil {
+			r.onFirstUse()
+		}
 	})
 	return r.notifications, r.requests
 }

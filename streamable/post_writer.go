@@ -1,0 +1,89 @@
+package streamable
+
+import "github.com/mark3labs/mcp-go/mcp"
+
+// startWriter starts the request's writer goroutine, once: when the request
+// first sends a message, or when it has run for a heartbeat interval. It
+// does nothing once the request has returned.
+func (p *postStream) startWriter() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.stopped {
+		return
+	}
+	p.started = true
+	p.done = make(chan struct{})
+	p.writerDone = make(chan struct{})
+	go p.write()
+}
+
+// stopWriter tells the writer the request has returned and waits for it to
+// deliver what is queued and exit.
+func (p *postStream) stopWriter() {
+	p.mu.Lock()
+	p.stopped = true
+	started := p.started
+	p.mu.Unlock()
+	if started {
+		close(p.done)
+		<-p.writerDone
+	}
+}
+
+// write is the writer goroutine: it writes what the request sends as SSE
+// events, and keep-alive comments every heartbeat interval, until the
+// request returns; then it delivers what is still queued and exits.
+func (p *postStream) write() {
+	defer close(p.writerDone)
+	var tick <-chan struct{}
+	if p.h.sched != nil {
+		e := p.h.sched.Add(p.h.cfg.HeartbeatInterval)
+		defer e.Remove()
+		tick = e.Due()
+	}
+	// The request's queues exist once it first sends something; until then
+	// the writer was started by the keep-alive timer and owes a keep-alive.
+	var notes chan mcp.JSONRPCNotification
+	var reqs chan []byte
+	ready := p.rs.ready
+	select {
+	case <-ready:
+		notes, reqs = p.rs.queues()
+		ready = nil
+	default:
+		p.keepalive()
+	}
+	for {
+		select {
+		case <-ready:
+			notes, reqs = p.rs.queues()
+			ready = nil
+		case n := <-notes:
+			p.sendNotification(n)
+		case m := <-reqs:
+			p.send(m)
+		case <-tick:
+			p.keepalive()
+		case <-p.done:
+			// Everything the request sent before it returned is queued by
+			// now: deliver it; the handler writes the answer after us.
+			select {
+			case <-ready:
+				notes, reqs = p.rs.queues()
+			default:
+			}
+			for {
+				select {
+				case n := <-notes:
+					p.sendNotification(n)
+					continue
+				case m := <-reqs:
+					p.send(m)
+					continue
+				default:
+				}
+				return
+			}
+		}
+	}
+}
