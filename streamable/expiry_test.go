@@ -85,12 +85,7 @@ func TestRunningRequestKeepsASessionAlive(t *testing.T) {
 	r := newRig(t, streamable.Config{IdleTTL: testIdleTTL}, gatedTool(gate))
 	c := r.session()
 	ctx := testutil.Context(t, wait)
-	call, err := c.PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": "gated"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer call.Close()
+	call := callGated(t, ctx, c)
 	// Keep-alive comments arrive while the call runs; 50 of them (5 ms
 	// apart) span more than two idle TTLs.
 	for range 50 {

@@ -26,17 +26,25 @@ func gatedTool(gate <-chan struct{}) func(*server.MCPServer) {
 	}
 }
 
-func TestLongPostGetsKeepAliveComments(t *testing.T) {
-	gate := make(chan struct{})
-	r := newRig(t, streamable.Config{}, gatedTool(gate))
-	c := r.session()
-	ctx := testutil.Context(t, wait)
+// callGated starts a call of the "gated" tool and returns its answer as a
+// stream, closed when the test ends.
+func callGated(t *testing.T, ctx context.Context, c *testutil.Client) *testutil.Stream {
+	t.Helper()
 	call, err := c.PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": "gated"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer call.Close()
+	t.Cleanup(call.Close)
+	return call
+}
+
+func TestLongPostGetsKeepAliveComments(t *testing.T) {
+	gate := make(chan struct{})
+	r := newRig(t, streamable.Config{}, gatedTool(gate))
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	call := callGated(t, ctx, c)
 	if call.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("a call outlasting the heartbeat was not upgraded to SSE: %q", call.Header.Get("Content-Type"))
 	}

@@ -127,12 +127,7 @@ func TestStatelessRequestOutlivesTheIdleTTL(t *testing.T) {
 	gate := make(chan struct{})
 	r := newRig(t, streamable.Config{Stateless: true, IdleTTL: testIdleTTL}, gatedTool(gate))
 	ctx := testutil.Context(t, wait)
-	call, err := r.client().PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": "gated"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer call.Close()
+	call := callGated(t, ctx, r.client())
 	// Keep-alives every 5 ms: 60 of them span three idle TTLs.
 	for range 60 {
 		if _, err := call.Next(ctx); err != nil {
