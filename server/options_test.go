@@ -16,12 +16,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/server"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
@@ -62,6 +64,55 @@ func TestOptionsReachTheTransport(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Credentials") != "true" {
 		t.Fatalf("CORS preflight: %d %v", resp.StatusCode, resp.Header)
 	}
+}
+
+// TestWithSessionStore: the transport keeps its sessions in the store
+// given, from initialize to DELETE, and leaves the store to its owner:
+// Shutdown does not close it.
+func TestWithSessionStore(t *testing.T) {
+	store := &closeTrackingStore{Store: sessionstore.NewMemory(nil)}
+	srv := newServer(t, server.WithSessionStore(store))
+	base, served := serve(t, srv)
+	c := rawClient(t, base+"/mcp")
+	ctx := testutil.Context(t, wait)
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Get(ctx, c.SessionID); err != nil || rec.ID != c.SessionID {
+		t.Fatalf("the store has %+v, %v for the session initialize created, want its record", rec, err)
+	}
+	del, err := c.Delete(ctx)
+	if err != nil || del.Status != http.StatusOK {
+		t.Fatalf("DELETE: %v %+v", err, del)
+	}
+	if _, err := store.Get(ctx, c.SessionID); !errors.Is(err, sessionstore.ErrTerminated) {
+		t.Fatalf("the store's record after DELETE: %v, want ErrTerminated", err)
+	}
+
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitServe(t, served); !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	if store.closed.Load() {
+		t.Fatal("Shutdown closed the store, which is the caller's")
+	}
+	if n, err := store.Count(ctx); err != nil || n != 0 {
+		t.Fatalf("store.Count after Shutdown = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// closeTrackingStore is a store with a Close method that records being
+// called.
+type closeTrackingStore struct {
+	sessionstore.Store
+	closed atomic.Bool
+}
+
+func (s *closeTrackingStore) Close() error {
+	s.closed.Store(true)
+	return nil
 }
 
 type fixedIDs struct{}

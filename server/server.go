@@ -21,6 +21,7 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
@@ -141,6 +142,17 @@ func WithSessionIdManager(manager mcpserver.SessionIdManager) Option {
 // files.
 func WithTLSCert(certFile, keyFile string) Option {
 	return func(s *Server) { s.tlsCert, s.tlsKey = certFile, keyFile }
+}
+
+// WithSessionStore makes the transport keep its session records, stream
+// leases and per-session bus in store instead of a new in-memory store of
+// its own (see streamable.Config.Store); a store shared by several replicas,
+// such as a redisstore.Store on one Redis and prefix, lets any of them serve
+// a session. The Server never closes store: it stays the caller's to
+// close, after Shutdown has returned, since the transport uses it until
+// then.
+func WithSessionStore(store sessionstore.Store) Option {
+	return func(s *Server) { s.cfg.Store = store }
 }
 
 // WithConfig sets every transport setting at once; options after it can

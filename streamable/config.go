@@ -71,7 +71,15 @@ type Config struct {
 	// the system clock.
 	Clock heartbeat.Clock
 	// Store keeps session records and stream ownership. Default a new
-	// sessionstore.Memory.
+	// sessionstore.Memory, for one process. Any other store (such as
+	// sessionstore/redisstore) is taken to be shared by several replicas,
+	// each with its own Handler: then any replica serves any request of any
+	// session (it adopts sessions created elsewhere from their records),
+	// messages for a GET stream held by another replica travel over the
+	// store's bus, a second GET anywhere gets 409, DELETE anywhere ends the
+	// session everywhere, and Shutdown leaves the sessions to the other
+	// replicas. Store errors are answered 503. The store is the caller's to
+	// close, after Shutdown.
 	Store sessionstore.Store
 	// DisableLocalhostProtection turns off DNS-rebinding protection: by
 	// default a request that reached a loopback listener with a Host that

@@ -3,6 +3,8 @@ package streamable
 import (
 	"context"
 	"net/http"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // headerKey is the context key of the request's headers.
@@ -27,4 +29,20 @@ func (h *Handler) requestContext(ctx context.Context, r *http.Request) context.C
 		ctx = h.cfg.ContextFunc(ctx, r)
 	}
 	return ctx
+}
+
+// OnSessionStream returns ctx with the request it runs in replaced by its
+// session, for a tool that sends something unrelated to that request. What
+// mcp-go sends through the returned context (SendNotificationToClient,
+// RequestSampling, RequestElicitation, RequestRoots) then goes on the
+// session's standalone GET stream, on whichever replica holds it, instead of
+// on the request's own response. The request's cancellation still applies.
+// Outside a request served by lifeline (or in stateless mode, which has no
+// GET stream) it returns ctx unchanged.
+func OnSessionStream(ctx context.Context, srv *server.MCPServer) context.Context {
+	rs, ok := server.ClientSessionFromContext(ctx).(*requestSession)
+	if !ok || rs.stateless {
+		return ctx
+	}
+	return srv.WithContext(ctx, rs.session)
 }

@@ -24,6 +24,8 @@ type getStream struct {
 	done    chan struct{} // closed when the handler has exited
 	lease   sessionstore.Lease
 	pingIDs []int64 // guarded by sess.calls.mu
+
+	renewFailing bool // the last lease renewal failed (store outage)
 }
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
@@ -69,6 +71,11 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 			return nil, errStreamConflict()
 		}
 		switch {
+		case old == nil:
+			// Held by another replica (cluster_get.go).
+			if !h.awaitRemoteStream(r.Context(), sess, time.Until(deadline)) {
+				return nil, errStreamConflict()
+			}
 		case old.dying():
 			if !h.awaitExit(r.Context(), old, time.Until(deadline)) {
 				return nil, errStreamConflict()
@@ -93,7 +100,8 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 const maxAdmitRounds = 3
 
 // claimGet takes the session's stream slot if it is free. Otherwise it
-// returns the stream that holds it. It is serialized with termination.
+// returns the stream that holds it, or, with replicas, neither when another
+// replica holds it. It is serialized with termination.
 func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *getStream, *failure) {
 	sess.life.Lock()
 	defer sess.life.Unlock()
@@ -106,6 +114,8 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 	holder := fmt.Sprintf("%s/%d", h.holder, h.streamSeq.Add(1))
 	lease, err := h.cfg.Store.AcquireStream(r.Context(), sess.id, holder, h.leaseTTL())
 	switch {
+	case errors.Is(err, sessionstore.ErrStreamHeld) && h.shared:
+		return nil, nil, nil
 	case errors.Is(err, sessionstore.ErrStreamHeld):
 		return nil, nil, errStreamConflict()
 	case isGone(err):
@@ -140,18 +150,33 @@ func (h *Handler) leaseTTL() time.Duration {
 	return max(time.Duration(h.cfg.MissedPongLimit+1)*h.cfg.HeartbeatInterval, minLeaseTTL)
 }
 
-// renewLease extends g's lease. A lease that lapsed while nobody else took
-// it is taken again; one another holder took is lost.
-func (h *Handler) renewLease(g *getStream) error {
-	l, err := h.cfg.Store.RenewStream(g.ctx, g.lease, h.leaseTTL())
+// renewLease extends lease, g's current one, and returns the lease to keep.
+// A lease that lapsed while nobody else took it is taken again; one another
+// holder took is lost, and so is the session if it ended: those are errors.
+// A store that fails otherwise (an outage) leaves the stream serving with
+// its old lease: it is logged once, and renewal goes on at the next tick.
+// It runs on the stream's handler, or (shared store) on the stream's one
+// renewal goroutine (cluster_get.go), never on both at once.
+func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionstore.Lease, error) {
+	l, err := h.cfg.Store.RenewStream(g.ctx, lease, h.leaseTTL())
 	if errors.Is(err, sessionstore.ErrLeaseLost) {
-		l, err = h.cfg.Store.AcquireStream(g.ctx, g.sess.id, g.lease.Holder, h.leaseTTL())
+		l, err = h.cfg.Store.AcquireStream(g.ctx, g.sess.id, lease.Holder, h.leaseTTL())
 	}
-	if err != nil {
-		return fmt.Errorf("renew stream lease: %w", err)
+	switch {
+	case err == nil:
+		if g.renewFailing {
+			h.log.Info("lifeline: stream lease renewed again", "session", g.sess.id)
+			g.renewFailing = false
+		}
+		return l, nil
+	case errors.Is(err, sessionstore.ErrStreamHeld), errors.Is(err, sessionstore.ErrLeaseLost), isGone(err), g.ctx.Err() != nil:
+		return lease, fmt.Errorf("renew stream lease: %w", err)
 	}
-	g.lease = l
-	return nil
+	if !g.renewFailing {
+		h.log.Warn("lifeline: cannot renew the stream lease; the stream keeps serving", "session", g.sess.id, "err", err)
+		g.renewFailing = true
+	}
+	return lease, nil
 }
 
 // awaitExit waits, at most d, for a stream's handler to exit.
@@ -219,6 +244,14 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 // session's stream slot.
 func (h *Handler) runGet(g *getStream) {
 	sess := g.sess
+	var bus busState // with replicas: the session's bus (cluster_get.go)
+	defer func() {
+		// Runs last, once the stream is gone: a session that ended on
+		// another replica ends here too.
+		if bus.sessionEnded {
+			sess.terminate(context.Background(), errEndedElsewhere)
+		}
+	}()
 	h.getStreams.Add(1)
 	var tick <-chan struct{}
 	if h.sched != nil {
@@ -228,6 +261,7 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	defer func() {
 		g.close(errStreamClosed)
+		bus.awaitRenew(g) // g.close cancelled it; the lease it returns is released below
 		sess.calls.forgetPings(g)
 		// The lease goes before the slot, so a GET that finds the slot
 		// free also finds the lease free.
@@ -239,10 +273,29 @@ func (h *Handler) runGet(g *getStream) {
 			sess.get = nil
 		}
 		sess.mu.Unlock()
+		if h.shared && sess.queued() > 0 {
+			// The client may reconnect on another replica: what is left
+			// here is forwarded to it once it does.
+			sess.ensurePump(false)
+		}
 		h.getStreams.Add(-1)
 		close(g.done)
 	}()
 
+	if h.shared {
+		sub, err := h.cfg.Store.Subscribe(g.ctx, sess.id)
+		if err != nil {
+			f := errStore(err)
+			if isGone(err) {
+				f = errSessionNotFound()
+			}
+			g.w.Header().Del(headerSessionID)
+			writeFailure(g.w, f)
+			return
+		}
+		defer sub.Close()
+		bus.msgs = sub.Messages()
+	}
 	if err := g.start(sess.id); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
@@ -275,22 +328,57 @@ func (h *Handler) runGet(g *getStream) {
 			msg = b
 		case msg = <-sess.requests:
 		case <-tick:
-			if g.tracker.Dead() {
+			if g.tracker.Dead() && !bus.storeDown && !bus.renewing {
 				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",
 					"session", sess.id, "unanswered_pings", g.tracker.Unanswered())
 				g.close(errDeadPeer)
 				return
 			}
-			if err := h.renewLease(g); err != nil {
+			if h.ping(g) != nil {
+				return
+			}
+			if h.shared {
+				// Off the stream's goroutine: a slow store must not
+				// delay the stream (cluster_get.go).
+				bus.startRenew(h, g)
+				continue
+			}
+			l, err := h.renewLease(g, g.lease)
+			if err != nil {
 				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", sess.id, "err", err)
 				return
 			}
-			if h.ping(g) != nil {
+			g.lease = l
+			continue
+		case r := <-bus.renewed:
+			bus.renewing, bus.storeDown = false, r.outage
+			g.lease = r.lease
+			if r.err != nil {
+				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", sess.id, "err", r.err)
 				return
 			}
 			continue
 		case <-g.probe:
 			if h.ping(g) != nil {
+				return
+			}
+			continue
+		case m, ok := <-bus.msgs:
+			if !ok {
+				h.busClosed(g, &bus)
+				return
+			}
+			if msg = h.onBusFrame(g, &bus, m); msg == nil {
+				if bus.failed {
+					return
+				}
+				continue
+			}
+		case <-bus.pong:
+			h.answerProbe(g, &bus)
+			continue
+		case <-bus.probeTimer():
+			if h.reprobe(g, &bus) != nil {
 				return
 			}
 			continue

@@ -44,6 +44,9 @@ type Handler struct {
 	modern     *server.StreamableHTTPServer // mcp-go's handler, for 2026-07-28
 	modernReqs modernSet
 	holder     string // names this handler in stream leases
+	shared     bool   // the store is shared with other replicas (cluster.go)
+	callBase   int64  // first server-to-client request id of each session
+	adoptMu    sync.Mutex
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -76,12 +79,16 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		sessions:  make(map[string]*session),
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
+		shared:    isShared(cfg.Store),
+	}
+	if h.shared {
+		h.callBase = callIDBase()
 	}
 	if cfg.HeartbeatInterval > 0 {
 		h.sched = heartbeat.NewScheduler(cfg.Clock)
 	}
 	h.modern = newModernHandler(mcpServer, h)
-	if cfg.IdleTTL > 0 {
+	if cfg.IdleTTL > 0 || h.shared {
 		go h.sweep()
 	} else {
 		close(h.sweepDone)
@@ -198,9 +205,13 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	if id == "" {
 		return nil, errMissingSessionID()
 	}
-	h.mu.Lock()
-	s := h.sessions[id]
-	h.mu.Unlock()
+	s := h.lookup(id)
+	if s == nil && h.shared {
+		var f *failure
+		if s, f = h.adopt(r, id); f != nil {
+			return nil, f
+		}
+	}
 	if s == nil {
 		return nil, errSessionNotFound()
 	}
@@ -217,8 +228,9 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	case err == nil:
 		return s, nil
 	case isGone(err):
-		// Expired between sweeps: expire it now, the same way as the sweeper.
-		s.terminate(context.Background(), errExpired)
+		// Expired between sweeps (or, with replicas, ended on another
+		// one): end it here now, the same way as the sweeper.
+		s.terminate(context.Background(), h.goneCause())
 		return nil, errSessionNotFound()
 	default:
 		return nil, errStore(err)
@@ -321,7 +333,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	err := waitAll(ctx, append(exits, h.modernReqs.close()))
 	for _, s := range begun {
 		s.life.Lock()
-		s.finishTerminate(context.WithoutCancel(ctx))
+		s.finishTerminate(context.WithoutCancel(ctx), errShutdown)
 		s.life.Unlock()
 	}
 	// Sessions that a DELETE or an expiry was already terminating finish
@@ -351,11 +363,29 @@ func waitAll(ctx context.Context, chans []<-chan struct{}) error {
 	return nil
 }
 
+// goneCause names why a session the store no longer has ended here.
+func (h *Handler) goneCause() error {
+	if h.shared {
+		return errEndedElsewhere
+	}
+	return errExpired
+}
+
+// sweepEvery is how often the sweeper runs: a quarter of the idle TTL, at
+// most 30 s (with replicas it also drops copies of sessions that ended on
+// another replica, idle TTL or not).
+func (h *Handler) sweepEvery() time.Duration {
+	if h.cfg.IdleTTL <= 0 {
+		return 30 * time.Second
+	}
+	return min(max(h.cfg.IdleTTL/4, time.Millisecond), 30*time.Second)
+}
+
 // sweep expires idle sessions. A session with an open GET stream or a
 // running request is active, and is touched instead.
 func (h *Handler) sweep() {
 	defer close(h.sweepDone)
-	every := min(max(h.cfg.IdleTTL/4, time.Millisecond), 30*time.Second)
+	every := h.sweepEvery()
 	t := h.cfg.Clock.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -382,15 +412,18 @@ func (h *Handler) sweepOnce() {
 			// its request.
 			continue
 		}
+		var err error
 		if s.busy() {
-			if err := h.cfg.Store.Touch(ctx, s.id, h.cfg.IdleTTL); err != nil && !isGone(err) {
-				h.log.Warn("lifeline: store touch failed", "session", s.id, "err", err)
-			}
-			continue
+			err = h.cfg.Store.Touch(ctx, s.id, h.cfg.IdleTTL)
+		} else {
+			_, err = h.cfg.Store.Get(ctx, s.id)
 		}
-		if _, err := h.cfg.Store.Get(ctx, s.id); isGone(err) {
-			h.log.Info("lifeline: session expired", "session", s.id, "idle_ttl", h.cfg.IdleTTL)
-			s.terminate(context.Background(), errExpired)
+		switch {
+		case isGone(err):
+			h.log.Info("lifeline: session expired or ended elsewhere", "session", s.id, "idle_ttl", h.cfg.IdleTTL)
+			s.terminate(context.Background(), h.goneCause())
+		case err != nil:
+			h.log.Warn("lifeline: store check failed", "session", s.id, "err", err)
 		}
 	}
 }

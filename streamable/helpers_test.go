@@ -113,7 +113,7 @@ func (r *rig) quiesce() {
 	})
 }
 
-func wantStatus(t *testing.T, what string, got, want int, body []byte) {
+func wantStatus(t testing.TB, what string, got, want int, body []byte) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%s: status %d, want %d (body %q)", what, got, want, body)

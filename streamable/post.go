@@ -67,6 +67,17 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, f := h.session(r, true)
+	if f != nil && f.storeDown && env.Method == "" {
+		// A response (a pong, most often) for a session this replica
+		// holds is still delivered while the store is down, so that the
+		// streams here keep serving through an outage.
+		sess = h.lookup(r.Header.Get(headerSessionID))
+		if sess != nil && sess.active() && sess.calls.deliver(env.ID, env.Result, env.Error) {
+			f = nil
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+	}
 	if f != nil {
 		writeFailure(w, f)
 		return
@@ -74,8 +85,16 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case env.Method == "":
 		if !sess.calls.deliver(env.ID, env.Result, env.Error) {
-			writeFailure(w, errUnknownResponseID(env.ID))
-			return
+			if !h.shared {
+				writeFailure(w, errUnknownResponseID(env.ID))
+				return
+			}
+			// Another replica may have sent the request: it listens on
+			// the session's bus for the answer.
+			if err := h.publishReply(r.Context(), sess, body); err != nil {
+				writeFailure(w, errStore(err))
+				return
+			}
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case len(env.ID) == 0:
@@ -197,7 +216,7 @@ func (h *Handler) dropRecord(id string) {
 // Callers hold sess.life.
 func (h *Handler) discardLocked(sess *session) {
 	if started, _ := sess.beginTerminate(errDeleted); started {
-		sess.finishTerminate(context.Background())
+		sess.finishTerminate(context.Background(), errDeleted)
 	}
 }
 

@@ -59,6 +59,11 @@ type session struct {
 
 	calls callTable
 
+	// With replicas (pump.go): the goroutine forwarding this session's GET
+	// stream messages to the replica holding its stream, if running.
+	pumpDone chan struct{} // guarded by mu; nil when no pump runs
+	lastSend time.Time     // guarded by mu; when mcp-go last announced a send
+
 	stateless bool // an ephemeral session serving one stateless request
 }
 
@@ -73,7 +78,7 @@ func newSession(h *Handler, id string) *session {
 		requests:      make(chan []byte, h.cfg.QueueSize),
 		posts:         make(map[*sseStream]struct{}),
 		ended:         make(chan struct{}),
-		calls:         newCallTable(),
+		calls:         newCallTable(h.callBase),
 	}
 }
 
@@ -92,7 +97,13 @@ func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return 
 // reading it is closed at once and the client reconnects to what is queued.
 func (s *session) UpgradeToSSEWhenReceiveNotification() {
 	if len(s.notifications) < cap(s.notifications) {
+		if s.h.shared {
+			s.ensurePump(true)
+		}
 		return
+	}
+	if s.h.shared {
+		s.ensurePump(true)
 	}
 	squeezed := false
 	if g := s.liveGet(); g != nil {
@@ -179,6 +190,9 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 		s.idle = make(chan struct{})
 		exits = append(exits, s.idle)
 	}
+	if s.pumpDone != nil {
+		exits = append(exits, s.pumpDone)
+	}
 	s.mu.Unlock()
 
 	for _, st := range posts {
@@ -191,17 +205,19 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	return true, exits
 }
 
-// finishTerminate unregisters a terminating session everywhere. Callers
-// hold s.life.
-func (s *session) finishTerminate(ctx context.Context) {
+// finishTerminate unregisters a terminating session everywhere it should
+// end: in this process always, and in the store unless the session lives
+// on for other replicas (this one is shutting down) or already ended there.
+// Callers hold s.life.
+func (s *session) finishTerminate(ctx context.Context, cause error) {
 	if !s.state.CompareAndSwap(stateTerminating, stateTerminated) {
 		return
 	}
 	defer close(s.ended)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(ctx, s.id)
-	if s.stateless {
-		return // never stored
+	if s.stateless || cause == errEndedElsewhere || (s.h.shared && cause == errShutdown) {
+		return // never stored, already ended there, or kept for the other replicas
 	}
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
 		s.h.log.Warn("lifeline: store terminate failed", "session", s.id, "err", err)
@@ -230,7 +246,7 @@ func (s *session) terminate(ctx context.Context, cause error) bool {
 	}
 	s.h.waitExits(s.id, exits)
 	s.life.Lock()
-	s.finishTerminate(ctx)
+	s.finishTerminate(ctx, cause)
 	s.life.Unlock()
 	return true
 }

@@ -20,6 +20,7 @@ const pingsKeptPerStream = 4
 // within the session.
 type callTable struct {
 	mu      sync.Mutex
+	base    int64 // ids issued here are > base (cluster.go: callIDBase)
 	last    int64
 	pings   map[int64]*getStream
 	waiting map[int64]chan callResult
@@ -31,8 +32,9 @@ type callResult struct {
 	err    error
 }
 
-func newCallTable() callTable {
-	return callTable{pings: make(map[int64]*getStream), waiting: make(map[int64]chan callResult)}
+func newCallTable(base int64) callTable {
+	return callTable{base: base, last: base,
+		pings: make(map[int64]*getStream), waiting: make(map[int64]chan callResult)}
 }
 
 // newPing issues a ping id owned by stream g.
@@ -92,14 +94,14 @@ func (t *callTable) failAll(err error) {
 }
 
 // deliver routes a response the client POSTed. It reports false for an id
-// this session never issued.
+// this session never issued here (with replicas, another one may have).
 func (t *callTable) deliver(rawID json.RawMessage, result, rpcErr json.RawMessage) bool {
 	id, err := strconv.ParseInt(string(rawID), 10, 64)
 	if err != nil || id < 1 {
 		return false
 	}
 	t.mu.Lock()
-	if id > t.last {
+	if id > t.last || id <= t.base {
 		t.mu.Unlock()
 		return false
 	}
@@ -141,6 +143,18 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	if s.stateless {
 		return nil, errStatelessCall
 	}
+	// With replicas the client may answer on any of them: the answer then
+	// comes over the session's bus, which must be listened to before the
+	// request goes out.
+	var replies <-chan []byte
+	if s.h.shared {
+		sub, err := s.h.cfg.Store.Subscribe(ctx, s.id)
+		if err != nil {
+			return nil, fmt.Errorf("lifeline: %s: listening for the answer: %w", method, err)
+		}
+		defer sub.Close()
+		replies = sub.Messages()
+	}
 	id, ch, err := s.calls.newCall()
 	if err != nil {
 		return nil, err
@@ -160,11 +174,27 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	default:
 		return nil, fmt.Errorf("%w (%s)", errQueueFull, method)
 	}
-	select {
-	case r := <-ch:
-		return r.result, r.err
-	case <-ctx.Done():
-	case <-s.ctx.Done():
+	if s.h.shared && queue == s.requests {
+		s.ensurePump(false)
+	}
+	for waiting := true; waiting; {
+		select {
+		case r := <-ch:
+			return r.result, r.err
+		case m, ok := <-replies:
+			if !ok {
+				replies = nil
+				if s.h.endedInStore(s.id) {
+					return nil, fmt.Errorf("lifeline: %s: %w", method, errEndedElsewhere)
+				}
+				continue
+			}
+			deliverReply(s, m)
+		case <-ctx.Done():
+			waiting = false
+		case <-s.ctx.Done():
+			waiting = false
+		}
 	}
 	// The session's end cancels its requests too; name the end, not the
 	// cancellation it caused.

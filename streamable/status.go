@@ -27,6 +27,7 @@ type failure struct {
 	id         json.RawMessage
 	retryAfter time.Duration
 	allow      string
+	storeDown  bool // the store failed (errStore): a degraded path may still serve
 }
 
 func (f *failure) Error() string { return fmt.Sprintf("%d: %s", f.status, f.message) }
@@ -150,7 +151,7 @@ func errShuttingDown() *failure {
 }
 
 func errStore(err error) *failure {
-	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: time.Second,
+	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: time.Second, storeDown: true,
 		message: "Service Unavailable: session store error: " + err.Error()}
 }
 

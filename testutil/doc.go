@@ -2,7 +2,8 @@
 // server need: a raw MCP HTTP client that speaks the wire protocol (so a
 // test sees exactly what a client sees), a stalled reader (a GET whose TCP
 // connection is never read), barriers for deterministic races, bounded
-// waits, a goroutine-leak check, and a throwaway redis-server for tests of
-// shared session stores. It is used by lifeline's own tests and is meant
-// for users' tests of their servers too.
+// waits, a goroutine-leak check, a throwaway redis-server for tests of
+// shared session stores, and a round-robin reverse proxy that spreads a
+// session's requests over several replicas. It is used by lifeline's own
+// tests and is meant for users' tests of their servers too.
 package testutil

@@ -1,8 +1,10 @@
 // Command lifeline-demo serves an MCP server on lifeline's transport, with
-// the in-memory session store.
+// the in-memory session store or, with -redis, a store on Redis shared by
+// every replica started with the same URL and prefix.
 //
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
+//	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline:]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
@@ -28,17 +30,21 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lifeline-mcp/lifeline/heartbeat"
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
 	"github.com/lifeline-mcp/lifeline/internal/everything"
 	"github.com/lifeline-mcp/lifeline/server"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
@@ -53,7 +59,7 @@ func main() {
 
 // run serves until ctx ends, then shuts down. ready, when not nil, is called
 // with the listening address once the server accepts connections.
-func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) (err error) {
 	fs := flag.NewFlagSet("lifeline-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
@@ -62,8 +68,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	wt := fs.Duration("write-timeout", streamable.DefaultWriteTimeout, "deadline of each stream write")
 	debug := fs.Bool("debug", false, "also serve /debug/pprof/ and log at debug level")
 	everythingMode := fs.Bool("everything", false, "serve the MCP conformance suite's everything server instead of the demo tools")
+	redisURL := fs.String("redis", "", "Redis URL of a session store shared by replicas, e.g. redis://127.0.0.1:6379/0 (empty: in-memory store)")
+	redisPrefix := fs.String("redis-prefix", redisstore.DefaultPrefix, "prefix of the Redis keys; replicas sharing sessions use the same one")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// A bad -redis URL fails here, before anything runs.
+	var redisOpts *redis.Options
+	if *redisURL != "" {
+		if redisOpts, err = parseRedisURL(*redisURL); err != nil {
+			return err
+		}
 	}
 	level := slog.LevelInfo
 	if *debug {
@@ -73,10 +88,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 
 	// Listen before the transport starts its goroutines, so a bad address
 	// leaves nothing running.
-	l, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	l, lerr := net.Listen("tcp", *addr)
+	if lerr != nil {
+		return fmt.Errorf("listen: %w", lerr)
 	}
+	// From here on the store, when there is one, is closed on every path.
+	store, storeAttrs, closeStore := openStore(ctx, redisOpts, *redisURL, *redisPrefix, logger)
+	defer func() { err = errors.Join(err, closeStore()) }()
+
 	var mcpServer *mcpserver.MCPServer
 	if *everythingMode {
 		mcpServer = everything.NewServer()
@@ -89,6 +108,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		server.WithSessionIdleTTL(*idle),
 		server.WithWriteTimeout(*wt),
 		server.WithStreamableHTTPLogger(logger),
+		server.WithSessionStore(store),
 		server.WithStreamableHTTPServer(&http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -104,8 +124,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 
-	logger.Info("lifeline-demo serving MCP", "url", "http://"+l.Addr().String()+server.DefaultEndpointPath,
-		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode)
+	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
+		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode},
+		storeAttrs...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	if ready != nil {
@@ -126,4 +147,52 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
 	}
 	return err
+}
+
+// redisPingTimeout bounds the startup check that Redis answers.
+const redisPingTimeout = redisstore.DefaultOpTimeout
+
+// parseRedisURL parses a -redis URL into client options with
+// ContextTimeoutEnabled, so that the store's OpTimeout bounds a hung server.
+// Its errors do not repeat the URL, which may hold a password.
+func parseRedisURL(rawURL string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("-redis: not a Redis URL (want redis://host:port/db, rediss:// or unix://): %w", err)
+	}
+	opts.ContextTimeoutEnabled = true
+	return opts, nil
+}
+
+// openStore returns the session store the flags ask for, the attributes
+// that describe it in the startup log, and a function that closes the store
+// and then its client. With opts nil it is the transport's default
+// in-memory store (a nil Store) and closing does nothing. Otherwise it is a
+// redisstore.Store; Redis is pinged, bounded by ctx and redisPingTimeout,
+// and an unreachable Redis is logged as a warning, not an error: the store
+// works once Redis answers.
+func openStore(ctx context.Context, opts *redis.Options, rawURL, prefix string, logger *slog.Logger) (sessionstore.Store, []any, func() error) {
+	if opts == nil {
+		return nil, []any{"store", "memory"}, func() error { return nil }
+	}
+	shown := rawURL
+	if u, err := url.Parse(rawURL); err == nil {
+		shown = u.Redacted()
+	}
+	client := redis.NewClient(opts)
+	store := redisstore.New(client, redisstore.Options{Prefix: prefix})
+	closeStore := func() error {
+		return errors.Join(store.Close(), client.Close())
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, redisPingTimeout)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		logger.Warn("lifeline-demo: Redis is unreachable; serving anyway, requests that need it get 503 until it answers",
+			"redis", shown, "err", err)
+	}
+	return store, []any{"store", "redis", "redis", shown, "redis_prefix", prefix}, closeStore
 }

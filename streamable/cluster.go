@@ -1,0 +1,123 @@
+package streamable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// Replicas. When Config.Store is shared (anything but *sessionstore.Memory),
+// several Handlers in several processes serve the same sessions, and any of
+// them may get any request:
+//
+//   - a replica that gets a request for a session it does not hold adopts it
+//     from the store's record (adopt.go);
+//   - a message for the GET stream made on a replica that does not hold the
+//     stream is pumped over the session's bus to the replica that does
+//     (pump.go);
+//   - a client's response to a server-to-client request, POSTed to a replica
+//     that did not send the request, is published on the bus, where the
+//     waiting request (or the stream, for a ping) picks it up;
+//   - a GET that finds the stream held elsewhere asks the holder over the bus
+//     to probe its client, and takes over once the holder lets go;
+//   - DELETE terminates the record, which the store broadcasts: the holder
+//     closes its stream and every replica answers 404 from then on.
+
+// Bus frames: the first byte of a message published on a session's bus says
+// what it is.
+const (
+	// frameStream + a JSON-RPC message: write it on the session's GET
+	// stream. Only the replica holding the stream lease consumes it.
+	frameStream = 'm'
+	// frameReply + a client's JSON-RPC response POSTed to another replica.
+	frameReply = 'r'
+	// frameProbe: a GET on another replica asks the holder to check its
+	// client at once.
+	frameProbe = 'p'
+	// frameAlive: the holder's client answered a probe.
+	frameAlive = 'a'
+)
+
+// errEndedElsewhere is the cause of the local end of a session that another
+// replica terminated, or that expired in the store.
+var errEndedElsewhere = errors.New("session ended on another replica or expired")
+
+// isShared reports whether store is shared between processes. Memory is
+// the one store known to be process-local; any other is taken as shared.
+func isShared(store sessionstore.Store) bool {
+	_, local := store.(*sessionstore.Memory)
+	return !local
+}
+
+// callIDBase is where a replica's server-to-client request ids start: a
+// random 28-bit tag above 2^24, so that two replicas issuing requests on
+// one session never use the same id, and every id stays below 2^53
+// (exact in JavaScript clients).
+func callIDBase() int64 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	tag := int64(binary.BigEndian.Uint32(b[:])>>4) | 1
+	return tag << 24
+}
+
+// frame builds a bus message of kind k.
+func frame(k byte, payload []byte) []byte {
+	b := make([]byte, 0, 1+len(payload))
+	return append(append(b, k), payload...)
+}
+
+// isLocalHolder reports whether a lease holder is one of this handler's
+// streams.
+func (h *Handler) isLocalHolder(holder string) bool {
+	return strings.HasPrefix(holder, h.holder+"/")
+}
+
+// publishReply sends a client's response that no local request was waiting
+// for to the replicas waiting on the session's bus.
+func (h *Handler) publishReply(ctx context.Context, sess *session, body []byte) error {
+	return h.cfg.Store.Publish(ctx, sess.id, frame(frameReply, body))
+}
+
+// deliverReply routes a reply frame to the requests and pings waiting on
+// this replica. Anything else is not for the caller and is ignored.
+func deliverReply(sess *session, msg []byte) {
+	if len(msg) < 2 || msg[0] != frameReply {
+		return
+	}
+	env, f := parseEnvelope(msg[1:])
+	if f != nil || env.Method != "" {
+		return
+	}
+	sess.calls.deliver(env.ID, env.Result, env.Error)
+}
+
+// endedInStore reports whether the store says the session is no longer
+// live (an outage is not an answer).
+func (h *Handler) endedInStore(id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CleanupTimeout)
+	defer cancel()
+	_, err := h.cfg.Store.Get(ctx, id)
+	return isGone(err)
+}
+
+// restoreRecord sets the mcp-go state of an adopted session from its
+// record: the client's initialize parameters and the negotiated version.
+func (s *session) restoreRecord(rec sessionstore.Record) {
+	var p mcp.InitializeParams
+	if len(rec.ClientInfo) > 0 {
+		// A record written by initialize holds its params; a malformed
+		// one leaves client info empty rather than refusing the session.
+		_ = json.Unmarshal(rec.ClientInfo, &p)
+	}
+	s.SetClientInfo(p.ClientInfo)
+	s.SetClientCapabilities(p.Capabilities)
+	s.SetProtocolVersion(rec.ProtocolVersion)
+	s.Initialize()
+}

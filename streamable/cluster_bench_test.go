@@ -1,0 +1,126 @@
+package streamable_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+// BenchmarkToolsCallStore compares the latency of a tools/call (JSON
+// answer, loopback, one client making one call at a time) on the memory store with the
+// same on Redis, where every request also touches the session's record:
+// on one replica, and spread round-robin over three replicas, each call on
+// a different one. Run side by side: the ratio is the figure.
+func BenchmarkToolsCallStore(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		r := newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second})
+		benchToolsCall(b, func() *testutil.Client {
+			c := testutil.NewClient(r.ts.URL)
+			c.HTTP = r.ts.Client()
+			return c
+		})
+	})
+	b.Run("redis-1-replica", func(b *testing.B) {
+		c := newBenchCluster(b)
+		url := c.replicas[0].ts.URL
+		benchToolsCall(b, func() *testutil.Client { return testutil.NewClient(url) })
+	})
+	b.Run("redis-3-replicas-round-robin", func(b *testing.B) {
+		c := newBenchCluster(b)
+		benchToolsCall(b, func() *testutil.Client { return testutil.NewClient(c.proxy) })
+	})
+}
+
+func benchToolsCall(b *testing.B, newClient func() *testutil.Client) {
+	c := newClient()
+	ctx := context.Background()
+	if _, err := c.Initialize(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// Warm up: every replica behind a proxy has adopted the session.
+	for range 3 {
+		if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		resp, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"})
+		if err != nil || resp.Status != http.StatusOK {
+			b.Fatalf("tools/call: %v %v", err, resp)
+		}
+	}
+}
+
+// BenchmarkCrossReplicaNotification measures the delivery of a session
+// notification sent by a tool on replica B to the client reading the
+// session's GET stream on replica A: from the tool's send to the client's
+// read of the event. It reports p50 and p99 over b.N notifications.
+func BenchmarkCrossReplicaNotification(b *testing.B) {
+	c := newBenchCluster(b, func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("bench_stamp"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			id := server.ClientSessionFromContext(ctx).SessionID()
+			err := s.SendNotificationToSpecificClient(id, "notifications/message", map[string]any{
+				"level": "info", "data": map[string]any{"sent": time.Now().UnixNano()}})
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			return mcp.NewToolResultText("ok"), nil
+		})
+	})
+	ctx := context.Background()
+	a := testutil.NewClient(c.replicas[0].ts.URL)
+	if _, err := a.Initialize(ctx); err != nil {
+		b.Fatal(err)
+	}
+	st, err := a.OpenStream(ctx)
+	if err != nil || st.Status != http.StatusOK {
+		b.Fatalf("GET: %v", err)
+	}
+	defer st.Close()
+	st.AnswerPings(true)
+	onB := testutil.NewClient(c.replicas[1].ts.URL)
+	onB.SessionID, onB.ProtocolVersion = a.SessionID, a.ProtocolVersion
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		resp, err := onB.CallTool(ctx, "bench_stamp", nil)
+		if err != nil || resp.Status != http.StatusOK {
+			b.Fatalf("tools/call on B: %v", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		m, err := st.NextMatching(wctx, func(m testutil.Message) bool { return m.Method == "notifications/message" })
+		cancel()
+		got := time.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var p struct {
+			Data struct{ Sent int64 } `json:"data"`
+		}
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, got.Sub(time.Unix(0, p.Data.Sent)))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// newBenchCluster is newCluster for benchmarks: three replicas on a real
+// redis-server behind a round-robin proxy, heartbeats at their default.
+func newBenchCluster(b *testing.B, setup ...func(*server.MCPServer)) *cluster {
+	return newClusterTB(b, streamable.Config{HeartbeatInterval: 20 * time.Second}, redisstore.Options{}, setup...)
+}

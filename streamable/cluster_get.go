@@ -1,0 +1,237 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// busState is what a GET stream's handler keeps of the session's bus, with
+// replicas: the subscription's messages and a probe asked for by a GET on
+// another replica. Without replicas its channels are nil and never ready.
+type busState struct {
+	msgs <-chan []byte
+
+	// A probe in progress: pong closes when the client answers; timer
+	// fires when a ping went unanswered for probeWait.
+	probing bool
+	pong    <-chan struct{} // nil for a client that never answered pings
+	timer   *time.Timer
+	probes  int
+
+	failed       bool // the stream failed while handling a frame
+	sessionEnded bool // the session ended in the store
+
+	// The lease renewal in flight, at most one: its result arrives on
+	// renewed (made with the first renewal).
+	renewing bool
+	renewed  chan renewal
+	// storeDown: the last renewal could not reach the store. Pongs POSTed
+	// to other replicas travel through the store, so while it is down (or
+	// so slow that a renewal is still in flight a heartbeat later) a
+	// missing pong says nothing about the client.
+	storeDown bool
+}
+
+type renewal struct {
+	lease  sessionstore.Lease
+	err    error
+	outage bool // the store could not be reached
+}
+
+// startRenew renews g's lease on a goroutine of its own, unless a renewal
+// is still in flight (a slow store: the next tick tries again). The stream's
+// handler receives the result from renewed, and waits for it on exit
+// (awaitRenew), so the goroutine never outlives the stream.
+func (b *busState) startRenew(h *Handler, g *getStream) {
+	if b.renewing {
+		return
+	}
+	if b.renewed == nil {
+		b.renewed = make(chan renewal, 1)
+	}
+	b.renewing = true
+	lease := g.lease
+	go func() {
+		l, err := h.renewLease(g, lease)
+		b.renewed <- renewal{lease: l, err: err, outage: g.renewFailing}
+	}()
+}
+
+// awaitRenew waits for the renewal in flight, if any, and keeps its lease.
+// The caller has closed g, which cancels the renewal's store calls.
+func (b *busState) awaitRenew(g *getStream) {
+	if !b.renewing {
+		return
+	}
+	r := <-b.renewed
+	b.renewing = false
+	g.lease = r.lease
+}
+
+func (b *busState) probeTimer() <-chan time.Time {
+	if !b.probing {
+		return nil
+	}
+	return b.timer.C
+}
+
+func (b *busState) stopProbe() {
+	b.probing = false
+	b.pong = nil
+	b.probes = 0
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+}
+
+// onBusFrame handles one message from the session's bus on the replica that
+// holds the GET stream. It returns a message to write on the stream, or nil.
+func (h *Handler) onBusFrame(g *getStream, b *busState, m []byte) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	switch m[0] {
+	case frameStream:
+		return m[1:]
+	case frameReply:
+		deliverReply(g.sess, m)
+	case frameProbe:
+		h.startProbe(g, b)
+	}
+	return nil
+}
+
+// startProbe pings the client at once because a GET on another replica
+// found this stream holding the session. A client that answers is alive
+// (frameAlive tells the other replica to answer 409); one that answered
+// pings before and now misses MissedPongLimit of them is dead, and its
+// stream is closed so the other GET can take over. A client that has never
+// answered a ping cannot be judged: it is pinged once (a write to a closed
+// connection ends the stream) and, if the stream is still up after
+// conflictGrace, reported alive.
+func (h *Handler) startProbe(g *getStream, b *busState) {
+	if b.probing || h.sched == nil {
+		return
+	}
+	wait := conflictGrace
+	b.pong = nil
+	if g.tracker.Answered() {
+		b.pong = g.tracker.PongSignal()
+		wait = h.probeWait()
+	}
+	if b.timer == nil {
+		b.timer = time.NewTimer(wait)
+	} else {
+		b.timer.Reset(wait)
+	}
+	b.probing = true
+	b.probes = 1
+	if h.ping(g) != nil {
+		b.failed = true
+	}
+}
+
+// answerProbe tells the probing replica that the client answered.
+func (h *Handler) answerProbe(g *getStream, b *busState) {
+	b.stopProbe()
+	ctx, cancel := context.WithTimeout(g.ctx, h.cfg.CleanupTimeout)
+	defer cancel()
+	if err := h.cfg.Store.Publish(ctx, g.sess.id, []byte{frameAlive}); err != nil && !isGone(err) {
+		h.log.Warn("lifeline: answering a stream probe", "session", g.sess.id, "err", err)
+	}
+}
+
+// reprobe pings again after an unanswered probe, or closes the stream once
+// MissedPongLimit probes went unanswered.
+func (h *Handler) reprobe(g *getStream, b *busState) error {
+	if b.pong == nil {
+		// A client that never answered pings, still connected.
+		h.answerProbe(g, b)
+		return nil
+	}
+	if b.probes < h.cfg.MissedPongLimit {
+		b.probes++
+		b.timer.Reset(h.probeWait())
+		return h.ping(g)
+	}
+	b.stopProbe()
+	if !g.tracker.Dead() {
+		return nil
+	}
+	h.log.Info("lifeline: closing a dead GET stream for a client reconnecting on another replica",
+		"session", g.sess.id, "unanswered_pings", g.tracker.Unanswered())
+	g.close(errDeadPeer)
+	return errDeadPeer
+}
+
+// busClosed handles the end of the stream's bus subscription: the session
+// was terminated (DELETE on another replica) or expired, or the store
+// dropped the subscription. The stream closes either way (a client whose
+// session lives reconnects); a session that ended is ended here too.
+func (h *Handler) busClosed(g *getStream, b *busState) {
+	if h.endedInStore(g.sess.id) {
+		g.close(errEndedElsewhere)
+		b.sessionEnded = true
+		return
+	}
+	h.log.Warn("lifeline: the session's bus subscription ended; closing the stream", "session", g.sess.id)
+}
+
+// remotePoll is how often a GET waiting for another replica's stream to go
+// tries to take the lease.
+const remotePoll = 25 * time.Millisecond
+
+// awaitRemoteStream is a GET's wait for a stream another replica holds. It
+// asks the holder to probe its client and tries to take the lease every
+// remotePoll, for at most d: long enough for the probe to find a dead client
+// (MissedPongLimit probes) and at least conflictGrace, for a client that
+// closed its stream and reconnected at once. It reports true once the lease
+// is free (the caller then claims it), false when the holder's client
+// answered, or the wait ran out.
+func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, d time.Duration) bool {
+	d = min(d, max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+remotePoll))
+	if d <= 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	sub, err := h.cfg.Store.Subscribe(ctx, sess.id)
+	if err != nil {
+		return false
+	}
+	defer sub.Close()
+	if err := h.cfg.Store.Publish(ctx, sess.id, []byte{frameProbe}); err != nil {
+		return false
+	}
+	poll := time.NewTicker(remotePoll)
+	defer poll.Stop()
+	for {
+		select {
+		case m, ok := <-sub.Messages():
+			if !ok {
+				return false
+			}
+			if len(m) == 1 && m[0] == frameAlive {
+				return false
+			}
+		case <-poll.C:
+			if free, err := h.streamFree(ctx, sess.id); err != nil || free {
+				return free
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// streamFree reports whether no unexpired lease holds the session's stream.
+func (h *Handler) streamFree(ctx context.Context, id string) (bool, error) {
+	_, held, err := h.cfg.Store.StreamHolder(ctx, id)
+	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+		return false, err
+	}
+	return !held, err
+}
