@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ const (
 	toolEcho   = "echo"
 	toolNotify = "interop_notify"
 	toolSample = "interop_sample"
+	// toolSampleOnStream asks for sampling on the session's GET stream
+	// (streamable.OnSessionStream), wherever that stream is held.
+	toolSampleOnStream = "interop_sample_on_stream"
 )
 
 // wait bounds every wait in these tests: a client that misbehaves fails a
@@ -33,8 +37,9 @@ const wait = 15 * time.Second
 
 // newMCPServer builds the server under test: an echo tool, a tool that sends
 // a notifications/message to the caller's session (it travels on the
-// session's GET stream), and a tool that asks the client for a sampling
-// round trip during the call (it travels on the call's own response).
+// session's GET stream), a tool that asks the client for a sampling round
+// trip during the call (it travels on the call's own response), and one that
+// asks for it on the session's GET stream instead.
 func newMCPServer() *server.MCPServer {
 	s := server.NewMCPServer("lifeline-interop", "1.0.0",
 		server.WithToolCapabilities(true),
@@ -77,21 +82,34 @@ func newMCPServer() *server.MCPServer {
 		mcp.WithDescription("Asks the client to sample a reply to prompt and returns what it answered."),
 		mcp.WithString("prompt", mcp.Required()),
 	), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		prompt, err := req.RequireString("prompt")
-		if err != nil {
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		res, err := s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-			Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}},
-			MaxTokens: 16,
-		}})
-		if err != nil {
-			return mcp.NewToolResultError("sampling: " + err.Error()), nil
-		}
-		text := mcp.GetTextFromContent(res.Content)
-		return mcp.NewToolResultText(fmt.Sprintf("model=%s role=%s text=%s", res.Model, res.Role, text)), nil
+		return sample(ctx, s, req)
+	})
+	s.AddTool(mcp.NewTool(toolSampleOnStream,
+		mcp.WithDescription("Like interop_sample, but the request goes out on the session's GET stream."),
+		mcp.WithString("prompt", mcp.Required()),
+	), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return sample(streamable.OnSessionStream(ctx, s), s, req)
 	})
 	return s
+}
+
+// sample asks the client of ctx's session for a sampling round trip on the
+// prompt argument and returns what it answered as
+// "model=M role=R text=T".
+func sample(ctx context.Context, s *server.MCPServer, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	prompt, err := req.RequireString("prompt")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	res, err := s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+		Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}},
+		MaxTokens: 16,
+	}})
+	if err != nil {
+		return mcp.NewToolResultError("sampling: " + err.Error()), nil
+	}
+	text := mcp.GetTextFromContent(res.Content)
+	return mcp.NewToolResultText(fmt.Sprintf("model=%s role=%s text=%s", res.Model, res.Role, text)), nil
 }
 
 // harness is the server under test: lifeline's transport on a loopback
@@ -186,8 +204,11 @@ const maxRecordedBody = 256 << 10
 // deadlines and their errors go through to the real ResponseWriter.
 type wire struct {
 	next http.Handler
-	mu   sync.Mutex
-	log  []*exchange
+	// clock, when set, numbers the exchanges (Seq) across several wires
+	// that share it, so that a cluster's exchanges can be put in order.
+	clock *atomic.Int64
+	mu    sync.Mutex
+	log   []*exchange
 }
 
 func (w *wire) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -213,6 +234,9 @@ func (w *wire) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.mu.Lock()
 	ex.Seq = len(w.log) + 1
+	if w.clock != nil {
+		ex.Seq = int(w.clock.Add(1))
+	}
 	w.log = append(w.log, ex)
 	w.mu.Unlock()
 	rec := &recordingWriter{ResponseWriter: rw, w: w, ex: ex}

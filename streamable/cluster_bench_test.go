@@ -41,6 +41,48 @@ func BenchmarkToolsCallStore(b *testing.B) {
 	})
 }
 
+// BenchmarkToolsCallStoreParallel is BenchmarkToolsCallStore with 16
+// clients calling at once (each on its own session): the time per call
+// under load, where the store's round trips overlap with other work.
+func BenchmarkToolsCallStoreParallel(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		r := newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second})
+		benchToolsCallParallel(b, func() *testutil.Client {
+			c := testutil.NewClient(r.ts.URL)
+			c.HTTP = r.ts.Client()
+			return c
+		})
+	})
+	b.Run("redis-1-replica", func(b *testing.B) {
+		c := newBenchCluster(b)
+		url := c.replicas[0].ts.URL
+		benchToolsCallParallel(b, func() *testutil.Client { return testutil.NewClient(url) })
+	})
+	b.Run("redis-3-replicas-round-robin", func(b *testing.B) {
+		c := newBenchCluster(b)
+		benchToolsCallParallel(b, func() *testutil.Client { return testutil.NewClient(c.proxy) })
+	})
+}
+
+func benchToolsCallParallel(b *testing.B, newClient func() *testutil.Client) {
+	b.SetParallelism(8) // 8 x GOMAXPROCS clients
+	b.RunParallel(func(pb *testing.PB) {
+		c := newClient()
+		ctx := context.Background()
+		if _, err := c.Initialize(ctx); err != nil {
+			b.Error(err)
+			return
+		}
+		for pb.Next() {
+			resp, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"})
+			if err != nil || resp.Status != http.StatusOK {
+				b.Errorf("tools/call: %v %v", err, resp)
+				return
+			}
+		}
+	})
+}
+
 func benchToolsCall(b *testing.B, newClient func() *testutil.Client) {
 	c := newClient()
 	ctx := context.Background()
