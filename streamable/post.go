@@ -66,18 +66,11 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	sess, f := h.session(r, true)
-	if f != nil && f.storeDown && env.Method == "" {
-		// A response (a pong, most often) for a session this replica
-		// holds is still delivered while the store is down, so that the
-		// streams here keep serving through an outage.
-		sess = h.lookup(r.Header.Get(headerSessionID))
-		if sess != nil && sess.active() && sess.calls.deliver(env.ID, env.Result, env.Error) {
-			f = nil
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
+	if env.Method == "" && h.deliverLocal(r, env) {
+		w.WriteHeader(http.StatusAccepted)
+		return
 	}
+	sess, f := h.session(r, true)
 	if f != nil {
 		writeFailure(w, f)
 		return
@@ -103,6 +96,21 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.serveRequest(w, r, sess, env, body)
 	}
+}
+
+// deliverLocal hands a response (a pong, most often) to the request of a
+// live session of this process that is waiting for it, without asking the
+// store: the session is live here, and a stream's pongs must not wait on a
+// slow store (or fail with it: streams keep serving through an outage).
+// It reports false when nothing here waits for the id; the response then
+// takes the normal path.
+func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		return false
+	}
+	sess := h.lookup(id)
+	return sess != nil && sess.active() && sess.calls.deliverIssued(env.ID, env.Result, env.Error)
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {

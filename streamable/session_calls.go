@@ -93,6 +93,21 @@ func (t *callTable) failAll(err error) {
 	}
 }
 
+// deliverIssued routes a response to a ping or request that is still
+// waiting; unlike deliver it reports false for an id issued here that is
+// no longer waited for.
+func (t *callTable) deliverIssued(rawID json.RawMessage, result, rpcErr json.RawMessage) bool {
+	id, err := strconv.ParseInt(string(rawID), 10, 64)
+	if err != nil {
+		return false
+	}
+	t.mu.Lock()
+	_, ping := t.pings[id]
+	_, call := t.waiting[id]
+	t.mu.Unlock()
+	return (ping || call) && t.deliver(rawID, result, rpcErr)
+}
+
 // deliver routes a response the client POSTed. It reports false for an id
 // this session never issued here (with replicas, another one may have).
 func (t *callTable) deliver(rawID json.RawMessage, result, rpcErr json.RawMessage) bool {
