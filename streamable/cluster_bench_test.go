@@ -20,7 +20,9 @@ import (
 // answer, loopback, one client making one call at a time) on the memory store with the
 // same on Redis, where every request also touches the session's record:
 // on one replica, and spread round-robin over three replicas, each call on
-// a different one. Run side by side: the ratio is the figure.
+// a different one (compare that with memory-behind-proxy, the same proxy
+// hop in front of one memory replica). Run side by side: the ratio is the
+// figure.
 func BenchmarkToolsCallStore(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
 		r := newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second})
@@ -29,6 +31,10 @@ func BenchmarkToolsCallStore(b *testing.B) {
 			c.HTTP = r.ts.Client()
 			return c
 		})
+	})
+	b.Run("memory-behind-proxy", func(b *testing.B) {
+		url := benchProxy(b, newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second}).ts.URL)
+		benchToolsCall(b, func() *testutil.Client { return testutil.NewClient(url) })
 	})
 	b.Run("redis-1-replica", func(b *testing.B) {
 		c := newBenchCluster(b)
@@ -52,6 +58,10 @@ func BenchmarkToolsCallStoreParallel(b *testing.B) {
 			c.HTTP = r.ts.Client()
 			return c
 		})
+	})
+	b.Run("memory-behind-proxy", func(b *testing.B) {
+		url := benchProxy(b, newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second}).ts.URL)
+		benchToolsCallParallel(b, func() *testutil.Client { return testutil.NewClient(url) })
 	})
 	b.Run("redis-1-replica", func(b *testing.B) {
 		c := newBenchCluster(b)
@@ -159,6 +169,12 @@ func BenchmarkCrossReplicaNotification(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// benchProxy serves a round-robin proxy to the one backend, for the cost
+// of the proxy hop that the three-replica figures include.
+func benchProxy(b *testing.B, backend string) string {
+	return testutil.StartRoundRobinProxy(b, backend)
 }
 
 // newBenchCluster is newCluster for benchmarks: three replicas on a real
