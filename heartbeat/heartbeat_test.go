@@ -65,6 +65,32 @@ func TestSchedulerCoalescesUnreadTicks(t *testing.T) {
 	})
 }
 
+func TestEntryTriggerFiresNowWithoutMovingTheSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewScheduler(nil)
+		defer s.Close()
+		e := s.Add(time.Minute)
+		start := time.Now()
+		e.Trigger()
+		e.Trigger() // coalesces with the first
+		<-e.Due()
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("a triggered entry fired after %v, want at once", d)
+		}
+		select {
+		case <-e.Due():
+			t.Fatal("two triggers were not coalesced")
+		default:
+		}
+		<-e.Due()
+		if d := time.Since(start); d != time.Minute {
+			t.Fatalf("the next tick came after %v, want the interval (1m): Trigger moved the schedule", d)
+		}
+		e.Remove()
+		e.Trigger() // harmless after Remove
+	})
+}
+
 func TestSchedulerRemovedEntryNeverFires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := NewScheduler(nil)

@@ -24,7 +24,7 @@ func NewTracker(limit int) *Tracker {
 	if limit < 1 {
 		limit = DefaultMissedPongLimit
 	}
-	return &Tracker{limit: limit, pong: make(chan struct{})}
+	return &Tracker{limit: limit}
 }
 
 // Sent records that a ping went out on the stream.
@@ -40,8 +40,10 @@ func (t *Tracker) Pong() {
 	t.mu.Lock()
 	t.answered = true
 	t.unanswered = 0
-	close(t.pong)
-	t.pong = make(chan struct{})
+	if t.pong != nil {
+		close(t.pong)
+		t.pong = nil
+	}
 	t.mu.Unlock()
 }
 
@@ -49,6 +51,10 @@ func (t *Tracker) Pong() {
 func (t *Tracker) PongSignal() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.pong == nil {
+		// Made on demand: most streams are never probed.
+		t.pong = make(chan struct{})
+	}
 	return t.pong
 }
 

@@ -74,6 +74,16 @@ func (s *Scheduler) Add(interval time.Duration) *Entry {
 // Due delivers a value each time the entry's interval elapses.
 func (e *Entry) Due() <-chan struct{} { return e.due }
 
+// Trigger makes the entry due now, as if its interval had elapsed (it
+// coalesces with a signal not yet consumed), without moving its schedule.
+// It is safe to call from any goroutine, after Remove too.
+func (e *Entry) Trigger() {
+	select {
+	case e.due <- struct{}{}:
+	default:
+	}
+}
+
 // Remove unregisters the entry. It is safe to call more than once.
 func (e *Entry) Remove() {
 	s := e.s

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/lifeline-mcp/lifeline/heartbeat"
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
@@ -20,12 +22,14 @@ type getStream struct {
 	*sseStream
 	sess    *session
 	tracker *heartbeat.Tracker
-	probe   chan struct{} // asks the stream's handler to ping now
+	beat    *heartbeat.Entry // its heartbeat; nil when heartbeats are off
 	done    chan struct{} // closed when the handler has exited
 	lease   sessionstore.Lease
 	pingIDs []int64 // guarded by sess.calls.mu
 
 	renewFailing bool // the last lease renewal failed (store outage)
+
+	bus busState // with replicas, the session's bus; only runGet uses it
 }
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
@@ -127,9 +131,11 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 		sseStream: newSSEStream(r.Context(), w, h.cfg.WriteTimeout),
 		sess:      sess,
 		tracker:   heartbeat.NewTracker(h.cfg.MissedPongLimit),
-		probe:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		lease:     lease,
+	}
+	if h.sched != nil {
+		g.beat = h.sched.Add(h.cfg.HeartbeatInterval)
 	}
 	sess.mu.Lock()
 	sess.get = g
@@ -210,10 +216,9 @@ func (h *Handler) probeWait() time.Duration {
 func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 	for range h.cfg.MissedPongLimit {
 		pong := old.tracker.PongSignal()
-		select {
-		case old.probe <- struct{}{}:
-		default:
-		}
+		// A heartbeat now: it pings (and closes the stream once the
+		// client counts as dead).
+		old.beat.Trigger()
 		t := time.NewTimer(h.probeWait())
 		select {
 		case <-pong:
@@ -244,7 +249,7 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 // session's stream slot.
 func (h *Handler) runGet(g *getStream) {
 	sess := g.sess
-	var bus busState // with replicas: the session's bus (cluster_get.go)
+	bus := &g.bus // with replicas: the session's bus (cluster_get.go)
 	defer func() {
 		// Runs last, once the stream is gone: a session that ended on
 		// another replica ends here too.
@@ -254,10 +259,9 @@ func (h *Handler) runGet(g *getStream) {
 	}()
 	h.getStreams.Add(1)
 	var tick <-chan struct{}
-	if h.sched != nil {
-		e := h.sched.Add(h.cfg.HeartbeatInterval)
-		defer e.Remove()
-		tick = e.Due()
+	if g.beat != nil {
+		defer g.beat.Remove()
+		tick = g.beat.Due()
 	}
 	defer func() {
 		g.close(errStreamClosed)
@@ -319,13 +323,9 @@ func (h *Handler) runGet(g *getStream) {
 		case <-g.ctx.Done():
 			return
 		case n := <-sess.notifications:
-			b, err := json.Marshal(n)
-			if err != nil {
-				h.log.Error("lifeline: dropping a notification that does not encode",
-					"session", sess.id, "method", n.Method, "err", err)
+			if msg = h.encodeNotification(sess.id, n); msg == nil {
 				continue
 			}
-			msg = b
 		case msg = <-sess.requests:
 		case <-tick:
 			if g.tracker.Dead() && !bus.storeDown && !bus.renewing {
@@ -358,27 +358,22 @@ func (h *Handler) runGet(g *getStream) {
 				return
 			}
 			continue
-		case <-g.probe:
-			if h.ping(g) != nil {
-				return
-			}
-			continue
 		case m, ok := <-bus.msgs:
 			if !ok {
-				h.busClosed(g, &bus)
+				h.busClosed(g, bus)
 				return
 			}
-			if msg = h.onBusFrame(g, &bus, m); msg == nil {
+			if msg = h.onBusFrame(g, bus, m); msg == nil {
 				if bus.failed {
 					return
 				}
 				continue
 			}
 		case <-bus.pong:
-			h.answerProbe(g, &bus)
+			h.answerProbe(g, bus)
 			continue
 		case <-bus.probeTimer():
-			if h.reprobe(g, &bus) != nil {
+			if h.reprobe(g, bus) != nil {
 				return
 			}
 			continue
@@ -388,6 +383,22 @@ func (h *Handler) runGet(g *getStream) {
 			return
 		}
 	}
+}
+
+// encodeNotification encodes n for a stream, or logs and returns nil for
+// one that does not encode. It is not inlined so that n, which escapes into
+// json.Marshal, is copied to the heap only when a notification is sent,
+// not once per stream by the select that receives it.
+//
+//go:noinline
+func (h *Handler) encodeNotification(sessionID string, n mcp.JSONRPCNotification) []byte {
+	b, err := json.Marshal(n)
+	if err != nil {
+		h.log.Error("lifeline: dropping a notification that does not encode",
+			"session", sessionID, "method", n.Method, "err", err)
+		return nil
+	}
+	return b
 }
 
 // ping sends a JSON-RPC ping with a session-unique id on g.

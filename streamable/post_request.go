@@ -86,13 +86,9 @@ func (p *postStream) upgrade() bool {
 }
 
 func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
-	b, err := json.Marshal(n)
-	if err != nil {
-		p.h.log.Error("lifeline: dropping a notification that does not encode",
-			"session", p.sess.id, "method", n.Method, "err", err)
-		return
+	if b := p.h.encodeNotification(p.sess.id, n); b != nil {
+		p.send(b)
 	}
-	p.send(b)
 }
 
 // send writes msg on the request's stream. Once the stream has failed

@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 )
 
@@ -72,13 +71,9 @@ func (s *session) pump(done chan struct{}) {
 			s.stopPump(done)
 			return
 		case n := <-s.notifications:
-			b, err := json.Marshal(n)
-			if err != nil {
-				s.h.log.Error("lifeline: dropping a notification that does not encode",
-					"session", s.id, "method", n.Method, "err", err)
-				continue
+			if b := s.h.encodeNotification(s.id, n); b != nil {
+				pending = append(pending, b)
 			}
-			pending = append(pending, b)
 		case m := <-s.requests:
 			pending = append(pending, m)
 		case <-retry:
