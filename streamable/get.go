@@ -23,7 +23,7 @@ type getStream struct {
 	sess    *session
 	tracker *heartbeat.Tracker
 	beat    *heartbeat.Entry // its heartbeat; nil when heartbeats are off
-	done    chan struct{} // closed when the handler has exited
+	done    chan struct{}    // closed when the handler has exited
 	lease   sessionstore.Lease
 	pingIDs []int64 // guarded by sess.calls.mu
 
