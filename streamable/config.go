@@ -21,7 +21,10 @@ const (
 	DefaultMaxSessions    = 10000
 	DefaultMaxBodyBytes   = 4 << 20
 	DefaultQueueSize      = 512
-	DefaultRetryAfter     = 5 * time.Second
+	// DefaultRequestQueueSize is the default of Config.RequestQueueSize
+	// (capped by QueueSize).
+	DefaultRequestQueueSize = 64
+	DefaultRetryAfter       = 5 * time.Second
 )
 
 // Disabled, given as HeartbeatInterval or IdleTTL, turns the feature off.
@@ -63,6 +66,14 @@ type Config struct {
 	// reading is closed (its client reconnects to what is queued); a server
 	// request that finds its queue full fails with an error. Default 512.
 	QueueSize int
+	// RequestQueueSize bounds the queues of one request's own stream (a
+	// POST answered with SSE: progress and logging during a tool call, and
+	// server requests made during it), with the same overflow rules as
+	// QueueSize. They are made when the request first sends something and
+	// drained as they fill by the request's writer, so they need less room
+	// than a GET stream's, which waits for its client to reconnect.
+	// Default DefaultRequestQueueSize (64), or QueueSize if that is smaller.
+	RequestQueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger
 	// Clock is the time source of heartbeats, idle expiry and the default
@@ -146,6 +157,9 @@ func (c Config) effective() Config {
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
+	}
+	if c.RequestQueueSize <= 0 {
+		c.RequestQueueSize = min(DefaultRequestQueueSize, c.QueueSize)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -71,7 +71,10 @@ type postStream struct {
 	writerDone chan struct{} // closed when the writer has exited
 }
 
-func (p *postStream) upgrade() bool {
+// upgrade turns the response into an SSE stream, writing first (or an
+// opening comment) with the headers. It reports whether the stream can
+// still deliver.
+func (p *postStream) upgrade(first ...[]byte) bool {
 	if p.sse != nil {
 		return !p.sse.dying()
 	}
@@ -82,7 +85,7 @@ func (p *postStream) upgrade() bool {
 	if !p.sess.active() {
 		p.sse.close(context.Cause(p.sess.ctx))
 	}
-	return p.sse.start(p.sess.headerID()) == nil
+	return p.sse.start(p.sess.headerID(), first...) == nil
 }
 
 func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
@@ -91,12 +94,18 @@ func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
 	}
 }
 
-// send writes msg on the request's stream. Once the stream has failed
-// (client gone, write timed out or squeezed, session terminated) the
-// request is cancelled: nothing it sends can reach its client any more.
-func (p *postStream) send(msg []byte) {
-	if !p.upgrade() || p.sse.event(msg) != nil {
-		p.lost++
+// send writes msgs on the request's stream, in one write. Once the stream
+// has failed (client gone, write timed out or squeezed, session terminated)
+// the request is cancelled: nothing it sends can reach its client any more.
+func (p *postStream) send(msgs ...[]byte) {
+	var ok bool
+	if p.sse == nil {
+		ok = p.upgrade(msgs...)
+	} else {
+		ok = !p.sse.dying() && p.sse.events(msgs) == nil
+	}
+	if !ok {
+		p.lost += len(msgs)
 		p.cancel(context.Cause(p.sse.ctx))
 	}
 }

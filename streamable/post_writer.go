@@ -59,9 +59,9 @@ func (p *postStream) write() {
 			notes, reqs = p.rs.queues()
 			ready = nil
 		case n := <-notes:
-			p.sendNotification(n)
+			p.sendBatch(notes, reqs, p.h.encodeNotification(p.sess.id, n))
 		case m := <-reqs:
-			p.send(m)
+			p.sendBatch(notes, reqs, m)
 		case <-tick:
 			p.keepalive()
 		case <-p.done:
@@ -72,18 +72,40 @@ func (p *postStream) write() {
 				notes, reqs = p.rs.queues()
 			default:
 			}
-			for {
-				select {
-				case n := <-notes:
-					p.sendNotification(n)
-					continue
-				case m := <-reqs:
-					p.send(m)
-					continue
-				default:
-				}
-				return
+			p.sendBatch(notes, reqs, nil)
+			return
+		}
+	}
+}
+
+// maxBatch bounds how many queued messages the writer puts in one write.
+const maxBatch = 64
+
+// sendBatch writes first (if not nil) and every message already queued, up
+// to maxBatch per write, in order of arrival within each queue, with one
+// write and flush per batch instead of one per message.
+func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []byte, first []byte) {
+	batch := make([][]byte, 0, 8)
+	if first != nil {
+		batch = append(batch, first)
+	}
+	for {
+		select {
+		case n := <-notes:
+			if b := p.h.encodeNotification(p.sess.id, n); b != nil {
+				batch = append(batch, b)
 			}
+		case m := <-reqs:
+			batch = append(batch, m)
+		default:
+			if len(batch) > 0 {
+				p.send(batch...)
+			}
+			return
+		}
+		if len(batch) == maxBatch {
+			p.send(batch...)
+			batch = batch[:0]
 		}
 	}
 }

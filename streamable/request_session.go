@@ -37,8 +37,8 @@ func newRequestSession(s *session, onFirstUse func()) *requestSession {
 // queues makes the request's queues on first use and returns them.
 func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 	r.once.Do(func() {
-		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.QueueSize)
-		r.requests = make(chan []byte, r.h.cfg.QueueSize)
+		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.RequestQueueSize)
+		r.requests = make(chan []byte, r.h.cfg.RequestQueueSize)
 		r.ready <- struct{}{}
 		if r.onFirstUse != nil {
 			r.onFirstUse()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,10 +40,11 @@ func newSSEStream(parent context.Context, w http.ResponseWriter, writeTimeout ti
 	return &sseStream{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, ctx: ctx, cancel: cancel}
 }
 
-// start writes the SSE headers and an opening comment, which makes
-// intermediaries flush the headers at once. If it fails before anything
-// was written (begun is false), the handler can still answer with a status.
-func (s *sseStream) start(sessionID string) error {
+// start writes the SSE headers and, in the same flush, the events first,
+// or when there are none an opening comment, which makes intermediaries
+// flush the headers at once. If it fails before anything was written
+// (begun is false), the handler can still answer with a status.
+func (s *sseStream) start(sessionID string, first ...[]byte) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
@@ -55,7 +57,13 @@ func (s *sseStream) start(sessionID string) error {
 	s.mu.Unlock()
 	err := s.write(func() error {
 		s.w.WriteHeader(http.StatusOK)
-		_, err := s.w.Write([]byte(": stream open\n\n"))
+		var body []byte
+		if len(first) == 0 {
+			body = []byte(": stream open\n\n")
+		} else {
+			body = appendEvents(nil, first)
+		}
+		_, err := s.w.Write(body)
 		return err
 	})
 	s.mu.Lock()
@@ -66,14 +74,31 @@ func (s *sseStream) start(sessionID string) error {
 
 // event writes one JSON-RPC message as an SSE "message" event.
 func (s *sseStream) event(data []byte) error {
+	return s.events([][]byte{data})
+}
+
+// events writes JSON-RPC messages as SSE "message" events, in order, with
+// one write and one flush.
+func (s *sseStream) events(msgs [][]byte) error {
 	return s.write(func() error {
-		buf := make([]byte, 0, len(data)+24)
-		buf = append(buf, "event: message\ndata: "...)
-		buf = append(buf, data...)
-		buf = append(buf, "\n\n"...)
-		_, err := s.w.Write(buf)
+		_, err := s.w.Write(appendEvents(nil, msgs))
 		return err
 	})
+}
+
+// appendEvents appends msgs to buf as SSE "message" events.
+func appendEvents(buf []byte, msgs [][]byte) []byte {
+	n := len(buf)
+	for _, m := range msgs {
+		n += len(m) + 24
+	}
+	buf = slices.Grow(buf, n-len(buf))
+	for _, m := range msgs {
+		buf = append(buf, "event: message\ndata: "...)
+		buf = append(buf, m...)
+		buf = append(buf, "\n\n"...)
+	}
+	return buf
 }
 
 // comment writes an SSE comment line, which clients ignore.
