@@ -5,18 +5,51 @@ import (
 	"net/http"
 )
 
+// adoption is one replica's making of its copy of a session, which the
+// other requests for that session wait for.
+type adoption struct {
+	done chan struct{} // closed when s or f is set
+	s    *session
+	f    *failure
+}
+
 // adopt returns this replica's copy of a session created on another
 // replica, making it from the store's record if there is none yet: the
 // session is registered with the local MCPServer with the client info,
-// capabilities and protocol version of its initialize. Adoptions are
-// serialized per handler (each happens once per session and replica), so
-// two requests for one new session get the same copy.
+// capabilities and protocol version of its initialize. Concurrent requests
+// for one session share one adoption (and wait for it, at most as long as
+// their own context); adoptions of different sessions run in parallel.
 func (h *Handler) adopt(r *http.Request, id string) (*session, *failure) {
-	h.adoptMu.Lock()
-	defer h.adoptMu.Unlock()
-	if s := h.lookup(id); s != nil {
+	h.mu.Lock()
+	if s := h.sessions[id]; s != nil {
+		h.mu.Unlock()
 		return s, nil
 	}
+	if a := h.adopting[id]; a != nil {
+		h.mu.Unlock()
+		select {
+		case <-a.done:
+			return a.s, a.f
+		case <-r.Context().Done():
+			return nil, errStore(context.Cause(r.Context()))
+		}
+	}
+	a := &adoption{done: make(chan struct{})}
+	h.adopting[id] = a
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.adopting, id)
+		h.mu.Unlock()
+		close(a.done)
+	}()
+	a.s, a.f = h.makeCopy(r, id)
+	return a.s, a.f
+}
+
+// makeCopy reads the session's record and makes, registers and inserts
+// its local copy.
+func (h *Handler) makeCopy(r *http.Request, id string) (*session, *failure) {
 	rec, err := h.cfg.Store.Get(r.Context(), id)
 	switch {
 	case isGone(err):

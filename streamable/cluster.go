@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -33,8 +34,9 @@ import (
 // Bus frames: the first byte of a message published on a session's bus says
 // what it is.
 const (
-	// frameStream + a JSON-RPC message: write it on the session's GET
-	// stream. Only the replica holding the stream lease consumes it.
+	// frameStream + the holder of the stream lease it is for + '\n' + a
+	// JSON-RPC message: write it on the session's GET stream. Only the
+	// stream holding that lease writes it.
 	frameStream = 'm'
 	// frameReply + a client's JSON-RPC response POSTed to another replica.
 	frameReply = 'r'
@@ -71,6 +73,27 @@ func callIDBase() int64 {
 func frame(k byte, payload []byte) []byte {
 	b := make([]byte, 0, 1+len(payload))
 	return append(append(b, k), payload...)
+}
+
+// streamFrame addresses msg to the stream that holds lease holder.
+func streamFrame(holder string, msg []byte) []byte {
+	b := make([]byte, 0, 2+len(holder)+len(msg))
+	b = append(b, frameStream)
+	b = append(b, holder...)
+	b = append(b, '\n')
+	return append(b, msg...)
+}
+
+// parseStreamFrame splits a stream frame into its holder and message.
+func parseStreamFrame(m []byte) (holder string, msg []byte, ok bool) {
+	if len(m) == 0 || m[0] != frameStream {
+		return "", nil, false
+	}
+	i := bytes.IndexByte(m, '\n')
+	if i < 0 {
+		return "", nil, false
+	}
+	return string(m[1:i]), m[i+1:], true
 }
 
 // isLocalHolder reports whether a lease holder is one of this handler's

@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
@@ -95,7 +96,11 @@ func (h *Handler) onBusFrame(g *getStream, b *busState, m []byte) []byte {
 	}
 	switch m[0] {
 	case frameStream:
-		return m[1:]
+		holder, msg, ok := parseStreamFrame(m)
+		if !ok || holder != g.lease.Holder {
+			return nil // for another stream: one that took over, or one gone
+		}
+		return msg
 	case frameReply:
 		deliverReply(g.sess, m)
 	case frameProbe:
@@ -180,51 +185,109 @@ func (h *Handler) busClosed(g *getStream, b *busState) {
 	h.log.Warn("lifeline: the session's bus subscription ended; closing the stream", "session", g.sess.id)
 }
 
+// subscribeStream subscribes a GET to its session's bus, with replicas;
+// without, it returns nil.
+func (h *Handler) subscribeStream(r *http.Request, sess *session) (sessionstore.Subscription, *failure) {
+	if !h.shared {
+		return nil, nil
+	}
+	sub, err := h.cfg.Store.Subscribe(r.Context(), sess.id)
+	switch {
+	case isGone(err):
+		return nil, errSessionNotFound()
+	case err != nil:
+		return nil, errStore(err)
+	}
+	return sub, nil
+}
+
+// keepUnread keeps the stream messages addressed to g that its closed
+// subscription had buffered and g never wrote: they go to the carry-over,
+// for the session's next stream (here, or elsewhere through the pump).
+func (h *Handler) keepUnread(g *getStream, msgs <-chan []byte) {
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			if holder, msg, ok := parseStreamFrame(m); ok && holder == g.lease.Holder {
+				g.sess.requeue(msg)
+			}
+		default:
+			return
+		}
+	}
+}
+
 // remotePoll is how often a GET waiting for another replica's stream to go
 // tries to take the lease.
 const remotePoll = 25 * time.Millisecond
 
 // awaitRemoteStream is a GET's wait for a stream another replica holds. It
 // asks the holder to probe its client and tries to take the lease every
-// remotePoll, for at most d: long enough for the probe to find a dead client
-// (MissedPongLimit probes) and at least conflictGrace, for a client that
-// closed its stream and reconnected at once. It reports true once the lease
-// is free (the caller then claims it), false when the holder's client
-// answered, or the wait ran out.
-func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, d time.Duration) bool {
-	d = min(d, max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+remotePoll))
+// remotePoll. The wait, counted from the probe's publication, is long
+// enough for the holder to find a dead client (MissedPongLimit probes, each
+// probeWait apart) with half a probeWait to spare, and at least
+// conflictGrace, for a client that closed its stream and reconnected at
+// once; it never runs past what is left of d. It reports true once the
+// lease is free (the caller then claims it), false when the holder's client
+// answered or the wait ran out, and a failure when the store fails (503) or
+// the session ended (404).
+func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, d time.Duration) (bool, *failure) {
 	if d <= 0 {
-		return false
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	sub, err := h.cfg.Store.Subscribe(ctx, sess.id)
 	if err != nil {
-		return false
+		return false, h.storeFailure(err)
 	}
 	defer sub.Close()
 	if err := h.cfg.Store.Publish(ctx, sess.id, []byte{frameProbe}); err != nil {
-		return false
+		return false, h.storeFailure(err)
 	}
+	window := max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+h.probeWait()/2+remotePoll)
+	timer := time.NewTimer(window)
+	defer timer.Stop()
 	poll := time.NewTicker(remotePoll)
 	defer poll.Stop()
 	for {
 		select {
 		case m, ok := <-sub.Messages():
 			if !ok {
-				return false
+				if h.endedInStore(sess.id) {
+					return false, errSessionNotFound()
+				}
+				return false, nil
 			}
 			if len(m) == 1 && m[0] == frameAlive {
-				return false
+				return false, nil
 			}
 		case <-poll.C:
-			if free, err := h.streamFree(ctx, sess.id); err != nil || free {
-				return free
+			free, err := h.streamFree(ctx, sess.id)
+			if err != nil {
+				return false, h.storeFailure(err)
 			}
+			if free {
+				return true, nil
+			}
+		case <-timer.C:
+			return false, nil
 		case <-ctx.Done():
-			return false
+			return false, nil
 		}
 	}
+}
+
+// storeFailure is the answer for a store error: 404 for a session that is
+// gone, else 503.
+func (h *Handler) storeFailure(err error) *failure {
+	if isGone(err) {
+		return errSessionNotFound()
+	}
+	return errStore(err)
 }
 
 // streamFree reports whether no unexpired lease holds the session's stream.

@@ -18,7 +18,25 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	if !sess.terminate(context.WithoutCancel(h.requestContext(r.Context(), r)), errDeleted) {
+	ctx := context.WithoutCancel(h.requestContext(r.Context(), r))
+	if h.shared {
+		// The store first: if it cannot terminate the session, nothing
+		// changes anywhere and the client is told so; once it has, the
+		// session is over on every replica, whoever ends the local copy.
+		if err := h.cfg.Store.Terminate(r.Context(), sess.id); err != nil {
+			if isGone(err) {
+				sess.terminate(ctx, errEndedElsewhere)
+				writeFailure(w, errSessionNotFound())
+				return
+			}
+			writeFailure(w, errStore(err))
+			return
+		}
+		sess.terminate(ctx, errDeleted)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if !sess.terminate(ctx, errDeleted) {
 		// Another DELETE, expiry or Shutdown got there first.
 		writeFailure(w, h.goneAnswer())
 		return

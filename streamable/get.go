@@ -29,7 +29,8 @@ type getStream struct {
 
 	renewFailing bool // the last lease renewal failed (store outage)
 
-	bus busState // with replicas, the session's bus; only runGet uses it
+	bus busState                  // with replicas, the session's bus; only runGet uses it
+	sub sessionstore.Subscription // with replicas, to the session's bus, from before the lease
 }
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
@@ -50,11 +51,23 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	g, f := h.admitGet(sess, w, r)
+	// With replicas the stream listens on the session's bus before it
+	// takes the lease, so that nothing sent to it once it holds the lease
+	// can miss it.
+	sub, f := h.subscribeStream(r, sess)
 	if f != nil {
 		writeFailure(w, f)
 		return
 	}
+	g, f := h.admitGet(sess, w, r)
+	if f != nil {
+		if sub != nil {
+			sub.Close()
+		}
+		writeFailure(w, f)
+		return
+	}
+	g.sub = sub
 	h.runGet(g)
 }
 
@@ -77,7 +90,11 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 		switch {
 		case old == nil:
 			// Held by another replica (cluster_get.go).
-			if !h.awaitRemoteStream(r.Context(), sess, time.Until(deadline)) {
+			free, f := h.awaitRemoteStream(r.Context(), sess, time.Until(deadline))
+			if f != nil {
+				return nil, f
+			}
+			if !free {
 				return nil, errStreamConflict()
 			}
 		case old.dying():
@@ -140,6 +157,9 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 	sess.mu.Lock()
 	sess.get = g
 	sess.mu.Unlock()
+	// A pump forwarding this session's messages elsewhere stops, and what
+	// it holds goes ahead of the queues, for this stream.
+	sess.stopPump()
 	return g, nil, nil
 }
 
@@ -277,28 +297,24 @@ func (h *Handler) runGet(g *getStream) {
 			sess.get = nil
 		}
 		sess.mu.Unlock()
-		if h.shared && sess.queued() > 0 {
+		if h.shared {
 			// The client may reconnect on another replica: what is left
-			// here is forwarded to it once it does.
+			// here, or sent as this stream ended, is forwarded to it once
+			// it does (an idle pump exits after pumpIdle).
 			sess.ensurePump(false)
 		}
 		h.getStreams.Add(-1)
 		close(g.done)
 	}()
 
-	if h.shared {
-		sub, err := h.cfg.Store.Subscribe(g.ctx, sess.id)
-		if err != nil {
-			f := errStore(err)
-			if isGone(err) {
-				f = errSessionNotFound()
-			}
-			g.w.Header().Del(headerSessionID)
-			writeFailure(g.w, f)
-			return
-		}
-		defer sub.Close()
-		bus.msgs = sub.Messages()
+	if g.sub != nil {
+		bus.msgs = g.sub.Messages()
+		defer func() {
+			// Runs before the lease is released: what was sent to this
+			// stream and not written stays here, for the next stream.
+			g.sub.Close()
+			h.keepUnread(g, bus.msgs)
+		}()
 	}
 	if err := g.start(sess.id); err != nil {
 		if !g.begun() {

@@ -46,10 +46,10 @@ type Handler struct {
 	holder     string // names this handler in stream leases
 	shared     bool   // the store is shared with other replicas (cluster.go)
 	callBase   int64  // first server-to-client request id of each session
-	adoptMu    sync.Mutex
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	adopting map[string]*adoption // with replicas: copies being made (adopt.go)
 	shutting bool
 
 	getStreams   atomic.Int64
@@ -77,6 +77,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		log:       cfg.Logger,
 		holder:    rand.Text(),
 		sessions:  make(map[string]*session),
+		adopting:  make(map[string]*adoption),
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
 		shared:    isShared(cfg.Store),

@@ -85,7 +85,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 			// Another replica may have sent the request: it listens on
 			// the session's bus for the answer.
 			if err := h.publishReply(r.Context(), sess, body); err != nil {
-				writeFailure(w, errStore(err))
+				writeFailure(w, h.storeFailure(err))
 				return
 			}
 		}
@@ -209,6 +209,12 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 	}
 	rec := sessionstore.Record{ID: id, ProtocolVersion: sess.ProtocolVersion(), ClientInfo: env.Params}
 	if err := h.cfg.Store.Update(ctx, rec); err != nil {
+		if h.shared {
+			// Other replicas would adopt it without its protocol
+			// version: no session rather than a half-made one.
+			h.discardLocked(sess)
+			return nil, nil, errStore(err)
+		}
 		h.log.Warn("lifeline: store update after initialize", "session", id, "err", err)
 	}
 	return sess, resp, nil

@@ -10,6 +10,18 @@ import (
 // making it, so a pump never exits between an announcement and its send.
 const pumpIdle = 250 * time.Millisecond
 
+// maxPumpBackoff bounds the wait between a pump's attempts to forward a
+// message while no replica holds the session's stream.
+const maxPumpBackoff = 2 * time.Second
+
+// pumpState is a session's pump, guarded by session.mu.
+type pumpState struct {
+	done     chan struct{} // closed when the running pump has exited; nil when none runs
+	stop     chan struct{} // closed to make it hand over and exit
+	held     int           // messages it has taken and not forwarded yet
+	lastSend time.Time     // when mcp-go last announced a send
+}
+
 // ensurePump starts the session's pump unless one runs or this replica holds
 // the session's GET stream (whose handler writes the queues itself).
 // announced is true when mcp-go is about to send a notification.
@@ -17,47 +29,63 @@ const pumpIdle = 250 * time.Millisecond
 // The pump is the one goroutine, per session and only while there is
 // something to forward, that takes messages bound for the GET stream off the
 // session's queues on a replica that does not hold the stream, and
-// publishes them, in order, on the session's bus for the replica that does.
-// While no replica holds the stream it keeps them and retries (backing off
-// to maxPumpBackoff), so a message waits for the client's next GET wherever
-// it lands. It exits when nothing is pending and the queues stay empty for
-// pumpIdle, when a GET on this replica takes over the queues, and when the
-// session ends, which waits for it.
+// publishes them, in order, on the session's bus, addressed to the stream
+// that holds the session's lease. While no replica holds the stream it
+// keeps them (at most QueueSize; then the queues fill and sends are refused
+// as usual) and retries, backing off to maxPumpBackoff, so a message waits
+// for the client's next GET wherever it lands. It exits when nothing is
+// held and the queues stay empty for pumpIdle; when a GET on this replica
+// claims the stream (stopPump: what it holds goes to the carry-over, ahead
+// of the queues); and when the session ends, which waits for it.
 func (s *session) ensurePump(announced bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if announced {
-		s.lastSend = time.Now()
+		s.pump.lastSend = time.Now()
 	}
-	if s.pumpDone != nil || s.get != nil || !s.active() {
+	if s.pump.done != nil || s.get != nil || !s.active() {
 		return
 	}
-	done := make(chan struct{})
-	s.pumpDone = done
-	go s.pump(done)
+	s.pump.done = make(chan struct{})
+	s.pump.stop = make(chan struct{})
+	go s.runPump(s.pump.done, s.pump.stop)
 }
 
-func (s *session) pump(done chan struct{}) {
+// stopPump makes a running pump hand what it holds over to the carry-over
+// and exit, and waits for it (bounded by the cleanup timeout; its store
+// calls are bounded too). Callers hold s.life and have set s.get, so no
+// pump starts meanwhile.
+func (s *session) stopPump() {
+	s.mu.Lock()
+	done, stop := s.pump.done, s.pump.stop
+	s.mu.Unlock()
+	if done == nil {
+		return
+	}
+	close(stop)
+	t := time.NewTimer(s.h.cfg.CleanupTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.h.log.Error("lifeline: the session's pump did not stop within the cleanup timeout", "session", s.id)
+	}
+}
+
+func (s *session) runPump(done, stop chan struct{}) {
 	defer close(done)
 	idle := time.NewTimer(pumpIdle)
 	defer idle.Stop()
 	// pending holds the messages taken off the queues (or left over by a
 	// stream that failed here) and not yet forwarded, oldest first.
 	pending := s.takeCarry()
+	s.setHeld(len(pending))
 	backoff := pumpIdle
 	for {
-		if s.liveGet() != nil {
-			// A GET on this replica took the stream: it writes the queues,
-			// and what is pending goes back to them.
-			for _, m := range pending {
-				s.giveBack(m)
-			}
-			s.stopPump(done)
-			return
-		}
 		for len(pending) > 0 && s.forward(pending[0]) {
 			pending = pending[1:]
 			backoff = pumpIdle
+			s.setHeld(len(pending))
 		}
 		var retry <-chan time.Time
 		if len(pending) > 0 {
@@ -66,17 +94,27 @@ func (s *session) pump(done chan struct{}) {
 			retry = time.After(backoff)
 			backoff = min(2*backoff, maxPumpBackoff)
 		}
+		notes, reqs := s.notifications, s.requests
+		if len(pending) >= s.h.cfg.QueueSize {
+			// Hold no more than a queue's worth: the queues fill up, and
+			// sends are refused as when a stream's client stops reading.
+			notes, reqs = nil, nil
+		}
 		select {
-		case <-s.ctx.Done():
-			s.stopPump(done)
+		case <-stop:
+			s.handOver(done, pending)
 			return
-		case n := <-s.notifications:
+		case <-s.ctx.Done():
+			s.exitPump(done)
+			return
+		case n := <-notes:
 			if b := s.h.encodeNotification(s.id, n); b != nil {
 				pending = append(pending, b)
 			}
-		case m := <-s.requests:
+		case m := <-reqs:
 			pending = append(pending, m)
 		case <-retry:
+			continue
 		case <-idle.C:
 			if len(pending) == 0 && s.pumpMayExit(done) {
 				return
@@ -84,61 +122,66 @@ func (s *session) pump(done chan struct{}) {
 			idle.Reset(pumpIdle)
 			continue
 		}
+		s.setHeld(len(pending))
 		idle.Reset(pumpIdle)
 	}
 }
 
-// maxPumpBackoff bounds the wait between a pump's attempts to forward a
-// message while no replica holds the session's stream.
-const maxPumpBackoff = 2 * time.Second
+func (s *session) setHeld(n int) {
+	s.mu.Lock()
+	s.pump.held = n
+	s.mu.Unlock()
+}
 
 // pumpMayExit ends the pump if nothing is queued and no send was announced
 // within pumpIdle.
 func (s *session) pumpMayExit(done chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.notifications) > 0 || len(s.requests) > 0 || time.Since(s.lastSend) < pumpIdle {
+	if len(s.notifications) > 0 || len(s.requests) > 0 || time.Since(s.pump.lastSend) < pumpIdle {
 		return false
 	}
-	if s.pumpDone == done {
-		s.pumpDone = nil
-	}
+	s.clearPumpLocked(done)
 	return true
 }
 
-func (s *session) stopPump(done chan struct{}) {
+// handOver puts what the pump holds ahead of the carry-over, for the GET
+// that claimed the stream here, and ends the pump.
+func (s *session) handOver(done chan struct{}, pending [][]byte) {
 	s.mu.Lock()
-	if s.pumpDone == done {
-		s.pumpDone = nil
-	}
+	defer s.mu.Unlock()
+	s.carry = append(pending, s.carry...)
+	s.clearPumpLocked(done)
+}
+
+func (s *session) exitPump(done chan struct{}) {
+	s.mu.Lock()
+	s.clearPumpLocked(done)
 	s.mu.Unlock()
 }
 
-// forward publishes msg for the replica holding the session's GET stream.
-// It reports false, leaving msg to the caller, when no other replica holds
-// the stream or the store fails.
+func (s *session) clearPumpLocked(done chan struct{}) {
+	if s.pump.done == done {
+		s.pump.done, s.pump.stop, s.pump.held = nil, nil, 0
+	}
+}
+
+// forward publishes msg for the stream holding the session's lease on
+// another replica, addressed to that holder (a stream that lost the lease
+// ignores it). It reports false, leaving msg to the caller, when no other
+// replica holds the stream or the store fails.
 func (s *session) forward(msg []byte) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, s.h.cfg.CleanupTimeout)
 	defer cancel()
 	lease, held, err := s.h.cfg.Store.StreamHolder(ctx, s.id)
 	if err == nil && held && !s.h.isLocalHolder(lease.Holder) {
-		if err = s.h.cfg.Store.Publish(ctx, s.id, frame(frameStream, msg)); err == nil {
+		if err = s.h.cfg.Store.Publish(ctx, s.id, streamFrame(lease.Holder, msg)); err == nil {
 			return true
 		}
 	}
 	if err != nil && s.ctx.Err() == nil && !isGone(err) {
-		s.h.log.Warn("lifeline: forwarding a message to the stream's replica failed; kept for a retry",
+		s.h.log.Debug("lifeline: forwarding a message to the stream's replica failed; kept for a retry",
 			"session", s.id, "err", err)
 	}
 	return false
-}
-
-// giveBack returns a message the pump took to the session's queue of
-// encoded messages, or, if that is full, to its carry-over.
-func (s *session) giveBack(msg []byte) {
-	select {
-	case s.requests <- msg:
-	default:
-		s.requeue(msg)
-	}
 }

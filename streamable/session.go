@@ -61,8 +61,7 @@ type session struct {
 
 	// With replicas (pump.go): the goroutine forwarding this session's GET
 	// stream messages to the replica holding its stream, if running.
-	pumpDone chan struct{} // guarded by mu; nil when no pump runs
-	lastSend time.Time     // guarded by mu; when mcp-go last announced a send
+	pump pumpState // guarded by mu
 
 	stateless bool // an ephemeral session serving one stateless request
 }
@@ -190,8 +189,8 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 		s.idle = make(chan struct{})
 		exits = append(exits, s.idle)
 	}
-	if s.pumpDone != nil {
-		exits = append(exits, s.pumpDone)
+	if s.pump.done != nil {
+		exits = append(exits, s.pump.done)
 	}
 	s.mu.Unlock()
 
@@ -265,5 +264,5 @@ func (s *session) busy() bool {
 func (s *session) queued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.notifications) + len(s.requests) + len(s.carry)
+	return len(s.notifications) + len(s.requests) + len(s.carry) + s.pump.held
 }

@@ -163,12 +163,14 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	// request goes out.
 	var replies <-chan []byte
 	if s.h.shared {
-		sub, err := s.h.cfg.Store.Subscribe(ctx, s.id)
-		if err != nil {
-			return nil, fmt.Errorf("lifeline: %s: listening for the answer: %w", method, err)
+		// If the store cannot be listened to, an answer POSTed to this
+		// replica still arrives; one POSTed elsewhere cannot.
+		if sub, err := s.h.cfg.Store.Subscribe(ctx, s.id); err == nil {
+			defer sub.Close()
+			replies = sub.Messages()
+		} else if isGone(err) {
+			return nil, fmt.Errorf("lifeline: %s: %w", method, errEndedElsewhere)
 		}
-		defer sub.Close()
-		replies = sub.Messages()
 	}
 	id, ch, err := s.calls.newCall()
 	if err != nil {

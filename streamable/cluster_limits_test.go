@@ -1,0 +1,129 @@
+package streamable_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+// With a heartbeat long enough that the holder's own liveness check would
+// come late (1 s: its third tick), a GET on B takes over a stream whose
+// client stopped answering within the probe's time (MissedPongLimit probes,
+// each a heartbeat apart, about 2 s); and a GET on C while the client
+// answers gets 409 at once, well before the probe's window ends.
+func TestClusterProbeDecidesTakeoverAcrossReplicas(t *testing.T) {
+	const hb = time.Second
+	c := newCluster(t, streamable.Config{HeartbeatInterval: hb}, redisstore.Options{})
+	a := c.session(0)
+	st := c.stream(a)
+	st.AnswerPings(true)
+	testutil.Eventually(t, 3*wait, "a ping answered", func() bool { return st.Pongs() > 0 })
+
+	asked := time.Now()
+	s2, err := c.client(2, a).OpenStream(testutil.Context(t, wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "GET on C while the client answers", s2.Status, http.StatusConflict, s2.Body)
+	if d := time.Since(asked); d > hb {
+		t.Errorf("409 after %v; the holder's probe should have been answered within a heartbeat", d)
+	}
+
+	// The client stops answering right after a pong: without the probe, A
+	// would close its stream only at its third tick from now.
+	pongs := st.Pongs()
+	testutil.Eventually(t, 3*wait, "the next pong", func() bool { return st.Pongs() > pongs })
+	st.AnswerPings(false)
+	asked = time.Now()
+	s3, err := c.client(1, a).OpenStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s3.Close)
+	wantStatus(t, "GET on B after the client stopped answering", s3.Status, http.StatusOK, s3.Body)
+	if d, limit := time.Since(asked), 2*hb+hb/2; d > limit {
+		t.Errorf("takeover after %v, want under %v (the probe's time, not the holder's own ticks)", d, limit)
+	}
+}
+
+// DELETE while Redis hangs is answered 503 and changes nothing: once Redis
+// answers again, the session still serves on every replica.
+func TestClusterDeleteFailsWhileRedisHangs(t *testing.T) {
+	c := newCluster(t, streamable.Config{}, redisstore.Options{OpTimeout: 300 * time.Millisecond})
+	a := c.session(0)
+	for i := range 3 {
+		toolText(t, c.client(i, a), "echo", map[string]any{"text": "adopt"})
+	}
+	if err := c.redis.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = c.redis.Resume()
+		}
+	})
+	resp, err := c.client(2, a).Delete(testutil.Context(t, wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "DELETE while Redis hangs", resp.Status, http.StatusServiceUnavailable, resp.Body)
+	if err := c.redis.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	for i := range 3 {
+		testutil.Eventually(t, wait, fmt.Sprintf("replica %d serves the session", i), func() bool {
+			r, err := c.client(i, a).CallTool(context.Background(), "echo", map[string]any{"text": "x"})
+			return err == nil && r.Status == http.StatusOK
+		})
+	}
+}
+
+// Messages for a session whose stream no replica holds wait on the replica
+// that made them, bounded like any queue (QueueSize): beyond, sends are
+// refused; what was accepted reaches the next stream, in order.
+func TestClusterWaitingMessagesAreBounded(t *testing.T) {
+	const queue = 8
+	c := newCluster(t, streamable.Config{QueueSize: queue}, redisstore.Options{})
+	a := c.session(0)
+	got := toolText(t, c.client(1, a), "lifeline_notify_session", map[string]any{"count": 100})
+	m := regexp.MustCompile(`sent (\d+) notifications, (\d+) refused`).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("tool result %q: want some refused", got)
+	}
+	sent, _ := strconv.Atoi(m[1])
+	if max := 3 * queue; sent > max {
+		t.Fatalf("%d notifications accepted while no stream was open, want at most %d (queues plus what the pump holds)", sent, max)
+	}
+	if q := c.replicas[1].h.Stats().QueuedMessages; q != sent {
+		t.Errorf("B's Stats.QueuedMessages = %d, want the %d accepted", q, sent)
+	}
+	st := c.stream(c.client(2, a))
+	ctx := testutil.Context(t, wait)
+	seqRE := regexp.MustCompile(`"seq":(\d+)`)
+	last := -1
+	for i := range sent {
+		msg, err := st.NextMatching(ctx, func(m testutil.Message) bool { return m.Method == "notifications/message" })
+		if err != nil {
+			t.Fatalf("notification %d of %d: %v", i, sent, err)
+		}
+		sm := seqRE.FindStringSubmatch(string(msg.Params))
+		if sm == nil {
+			t.Fatalf("notification %d: %s has no seq", i, msg.Params)
+		}
+		seq, _ := strconv.Atoi(sm[1])
+		if seq <= last {
+			t.Fatalf("notification %d: seq %d after %d, want increasing (each once, in order)", i, seq, last)
+		}
+		last = seq
+	}
+}
