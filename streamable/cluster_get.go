@@ -118,7 +118,7 @@ func (h *Handler) onBusFrame(g *getStream, b *busState, m []byte) []byte {
 // connection ends the stream) and, if the stream is still up after
 // conflictGrace, reported alive.
 func (h *Handler) startProbe(g *getStream, b *busState) {
-	if b.probing || h.sched == nil {
+	if b.probing || !h.pings() {
 		return
 	}
 	wait := conflictGrace

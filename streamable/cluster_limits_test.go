@@ -127,3 +127,22 @@ func TestClusterWaitingMessagesAreBounded(t *testing.T) {
 		last = seq
 	}
 }
+
+// With heartbeats off, a replica's stream lease still lapses on its own (a
+// replica that dies cannot lock its sessions' streams forever): it has an
+// expiry, renewed at the default heartbeat interval.
+func TestClusterLeaseExpiresWithHeartbeatsOff(t *testing.T) {
+	c := newCluster(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, redisstore.Options{})
+	a := c.session(0)
+	c.stream(a)
+	lease, held, err := c.replicas[1].store.StreamHolder(testutil.Context(t, wait), a.SessionID)
+	if err != nil || !held {
+		t.Fatalf("StreamHolder: held=%v err=%v", held, err)
+	}
+	if lease.ExpiresAt.IsZero() {
+		t.Fatal("the stream lease never expires with heartbeats off")
+	}
+	if left := time.Until(lease.ExpiresAt); left > 3*20*time.Second+time.Second {
+		t.Errorf("lease lapses in %v, want within three default heartbeat intervals (60 s)", left)
+	}
+}

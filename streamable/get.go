@@ -101,7 +101,7 @@ func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request
 			if !h.awaitExit(r.Context(), old, time.Until(deadline)) {
 				return nil, errStreamConflict()
 			}
-		case h.sched != nil && old.tracker.Answered():
+		case h.pings() && old.tracker.Answered():
 			if !h.probeDead(r.Context(), old) {
 				return nil, errStreamConflict()
 			}
@@ -152,7 +152,7 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 		lease:     lease,
 	}
 	if h.sched != nil {
-		g.beat = h.sched.Add(h.cfg.HeartbeatInterval)
+		g.beat = h.sched.Add(h.beatInterval())
 	}
 	sess.mu.Lock()
 	sess.get = g
@@ -173,7 +173,7 @@ func (h *Handler) leaseTTL() time.Duration {
 	if h.sched == nil {
 		return 0
 	}
-	return max(time.Duration(h.cfg.MissedPongLimit+1)*h.cfg.HeartbeatInterval, minLeaseTTL)
+	return max(time.Duration(h.cfg.MissedPongLimit+1)*h.beatInterval(), minLeaseTTL)
 }
 
 // renewLease extends lease, g's current one, and returns the lease to keep.
@@ -350,7 +350,7 @@ func (h *Handler) runGet(g *getStream) {
 				g.close(errDeadPeer)
 				return
 			}
-			if h.ping(g) != nil {
+			if h.pings() && h.ping(g) != nil {
 				return
 			}
 			if h.shared {

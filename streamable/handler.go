@@ -85,7 +85,9 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	if h.shared {
 		h.callBase = callIDBase()
 	}
-	if cfg.HeartbeatInterval > 0 {
+	if cfg.HeartbeatInterval > 0 || h.shared {
+		// With replicas the scheduler also renews stream leases, which
+		// must lapse when a replica dies, heartbeats or not.
 		h.sched = heartbeat.NewScheduler(cfg.Clock)
 	}
 	h.modern = newModernHandler(mcpServer, h)
@@ -236,6 +238,20 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	default:
 		return nil, errStore(err)
 	}
+}
+
+// pings reports whether GET streams are pinged (heartbeats are on). With
+// replicas the scheduler runs even when they are off, to renew leases.
+func (h *Handler) pings() bool { return h.cfg.HeartbeatInterval > 0 }
+
+// beatInterval is how often a GET stream's heartbeat fires: the heartbeat
+// interval, or with heartbeats off (replicas only) the default one, for
+// lease renewal alone.
+func (h *Handler) beatInterval() time.Duration {
+	if h.pings() {
+		return h.cfg.HeartbeatInterval
+	}
+	return heartbeat.DefaultInterval
 }
 
 // stallThreshold is the write deadline of a stream whose queue overflowed.

@@ -147,7 +147,7 @@ func (d *deadlineWriter) WriteHeader(code int) {
 	d.mu.Lock()
 	d.w.WriteHeader(code)
 	mt, _, _ := mime.ParseMediaType(d.w.Header().Get("Content-Type"))
-	startKeepalive := mt == "text/event-stream" && d.h.sched != nil && d.stop == nil
+	startKeepalive := mt == "text/event-stream" && d.h.pings() && d.stop == nil
 	if startKeepalive {
 		d.stop, d.done = make(chan struct{}), make(chan struct{})
 	}

@@ -36,7 +36,7 @@ func (p *postStream) stopWriter() {
 func (p *postStream) write() {
 	defer close(p.writerDone)
 	var tick <-chan struct{}
-	if p.h.sched != nil {
+	if p.h.pings() {
 		e := p.h.sched.Add(p.h.cfg.HeartbeatInterval)
 		defer e.Remove()
 		tick = e.Due()
