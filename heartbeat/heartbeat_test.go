@@ -171,3 +171,21 @@ func TestTrackerPongSignal(t *testing.T) {
 		t.Fatal("Answered false after a pong")
 	}
 }
+
+func TestTrackerForgiveForgetsUnansweredPings(t *testing.T) {
+	tr := NewTracker(2)
+	tr.Sent()
+	tr.Pong()
+	tr.Sent()
+	tr.Sent()
+	if !tr.Dead() {
+		t.Fatal("not dead after the limit of unanswered pings")
+	}
+	tr.Forgive()
+	if tr.Dead() || tr.Unanswered() != 0 {
+		t.Fatalf("after Forgive: dead=%v unanswered=%d", tr.Dead(), tr.Unanswered())
+	}
+	if !tr.Answered() {
+		t.Fatal("Forgive forgot that the peer answered before")
+	}
+}

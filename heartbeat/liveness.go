@@ -47,6 +47,16 @@ func (t *Tracker) Pong() {
 	t.mu.Unlock()
 }
 
+// Forgive forgets the pings that went unanswered so far, without counting
+// an answer: for a stream whose pongs could not reach it for a while (they
+// travel through a store that was down), so that it is judged on the pings
+// sent from now on.
+func (t *Tracker) Forgive() {
+	t.mu.Lock()
+	t.unanswered = 0
+	t.mu.Unlock()
+}
+
 // PongSignal returns a channel that is closed by the next Pong.
 func (t *Tracker) PongSignal() <-chan struct{} {
 	t.mu.Lock()

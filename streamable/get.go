@@ -367,6 +367,11 @@ func (h *Handler) runGet(g *getStream) {
 			g.lease = l
 			continue
 		case r := <-bus.renewed:
+			if bus.storeDown && !r.outage {
+				// Pongs POSTed to other replicas were lost while the
+				// store was down: judge the client from now on.
+				g.tracker.Forgive()
+			}
 			bus.renewing, bus.storeDown = false, r.outage
 			g.lease = r.lease
 			if r.err != nil {
