@@ -37,7 +37,10 @@ type Config struct {
 	// HeartbeatInterval is how often each standalone GET stream gets a
 	// JSON-RPC ping, and how long a POST response may stay silent before it
 	// gets a ": keepalive" comment. Default heartbeat.DefaultInterval (20 s);
-	// Disabled turns both off.
+	// Disabled turns both off. With a shared Store it also paces the renewal
+	// of stream leases (which lapse after MissedPongLimit+1 intervals, at
+	// least 1 s, when a replica dies); with heartbeats Disabled they are
+	// renewed at the default interval.
 	HeartbeatInterval time.Duration
 	// MissedPongLimit is how many consecutive pings a client that has
 	// answered before may leave unanswered before its GET stream is closed
