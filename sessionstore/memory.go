@@ -234,6 +234,18 @@ var ErrBusFull = fmt.Errorf("sessionstore: subscriber buffer full (%d messages)"
 
 // Publish implements Store.
 func (m *Memory) Publish(_ context.Context, id string, msg []byte) error {
+	return m.publish(id, "", msg)
+}
+
+// PublishTopic implements Store.
+func (m *Memory) PublishTopic(_ context.Context, id, topic string, msg []byte) error {
+	if topic == "" {
+		return fmt.Errorf("publish to session %q: empty topic", id)
+	}
+	return m.publish(id, topic, msg)
+}
+
+func (m *Memory) publish(id, topic string, msg []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookup(id)
@@ -241,12 +253,20 @@ func (m *Memory) Publish(_ context.Context, id string, msg []byte) error {
 		return err
 	}
 	var full error
+	got := 0
 	for s := range e.subs {
+		if s.topic != topic {
+			continue
+		}
+		got++
 		select {
 		case s.ch <- msg:
 		default:
 			full = ErrBusFull
 		}
+	}
+	if got == 0 {
+		return fmt.Errorf("publish to session %q: %w", id, ErrNoSubscribers)
 	}
 	if full != nil {
 		return fmt.Errorf("publish to session %q: %w", id, full)
@@ -256,13 +276,25 @@ func (m *Memory) Publish(_ context.Context, id string, msg []byte) error {
 
 // Subscribe implements Store.
 func (m *Memory) Subscribe(_ context.Context, id string) (Subscription, error) {
+	return m.subscribe(id, "")
+}
+
+// SubscribeTopic implements Store.
+func (m *Memory) SubscribeTopic(_ context.Context, id, topic string) (Subscription, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("subscribe to session %q: empty topic", id)
+	}
+	return m.subscribe(id, topic)
+}
+
+func (m *Memory) subscribe(id, topic string) (Subscription, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.lookup(id)
 	if err != nil {
 		return nil, err
 	}
-	s := &memorySub{m: m, e: e, ch: make(chan []byte, MemoryBusBuffer)}
+	s := &memorySub{m: m, e: e, topic: topic, ch: make(chan []byte, MemoryBusBuffer)}
 	e.subs[s] = struct{}{}
 	return s, nil
 }
@@ -270,6 +302,7 @@ func (m *Memory) Subscribe(_ context.Context, id string) (Subscription, error) {
 type memorySub struct {
 	m      *Memory
 	e      *memoryEntry
+	topic  string // "" for the session's bus itself
 	ch     chan []byte
 	closed bool
 }

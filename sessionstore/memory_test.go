@@ -321,7 +321,7 @@ func subscribe(t *testing.T, m *Memory, id string) Subscription {
 func TestBusPublishOrder(t *testing.T) {
 	m, _ := newStore()
 	mustCreate(t, m, "s", time.Hour)
-	wantErr(t, "Publish without subscribers", m.Publish(ctx, "s", []byte("lost")), nil)
+	wantErr(t, "Publish without subscribers", m.Publish(ctx, "s", []byte("lost")), ErrNoSubscribers)
 	subs := []Subscription{subscribe(t, m, "s"), subscribe(t, m, "s"), subscribe(t, m, "s")}
 	var want []string
 	for i := range 20 {
@@ -401,4 +401,27 @@ func TestAcquireReleaseRace(t *testing.T) {
 		t.Fatal("no AcquireStream ever succeeded")
 	}
 	wantHolder(t, m, "s", "")
+}
+
+func TestBusTopics(t *testing.T) {
+	m, _ := newStore()
+	mustCreate(t, m, "s", time.Hour)
+	main := subscribe(t, m, "s")
+	topic, err := m.SubscribeTopic(ctx, "s", "holder-1")
+	wantErr(t, "SubscribeTopic", err, nil)
+	t.Cleanup(func() { topic.Close() })
+	wantErr(t, "PublishTopic to a topic nobody listens to", m.PublishTopic(ctx, "s", "holder-2", []byte("lost")), ErrNoSubscribers)
+	wantErr(t, "PublishTopic", m.PublishTopic(ctx, "s", "holder-1", []byte("for 1")), nil)
+	wantErr(t, "Publish", m.Publish(ctx, "s", []byte("for all")), nil)
+	if got := recv(t, topic, 1, false); got[0] != "for 1" {
+		t.Fatalf("topic subscription got %q", got)
+	}
+	if got := recv(t, main, 1, false); got[0] != "for all" {
+		t.Fatalf("session subscription got %q (did a topic message leak into it?)", got)
+	}
+	if err := m.PublishTopic(ctx, "s", "", []byte("x")); err == nil {
+		t.Fatal("PublishTopic with an empty topic succeeded")
+	}
+	wantErr(t, "Terminate", m.Terminate(ctx, "s"), nil)
+	recv(t, topic, 0, true) // termination closes topic subscriptions too
 }

@@ -28,6 +28,9 @@ var (
 	ErrStreamHeld = errors.New("sessionstore: stream is held by another holder")
 	// ErrLeaseLost: the lease expired or was taken over before it was renewed.
 	ErrLeaseLost = errors.New("sessionstore: stream lease lost")
+	// ErrNoSubscribers: Publish found nobody subscribed to the session's
+	// bus, so the message was delivered to no one.
+	ErrNoSubscribers = errors.New("sessionstore: no subscriber on the session's bus")
 )
 
 // Record is what a store knows of a session.
@@ -91,9 +94,22 @@ type Store interface {
 	StreamHolder(ctx context.Context, id string) (lease Lease, ok bool, err error)
 
 	// Publish sends msg to every current subscriber of the session's bus.
+	// It returns ErrNoSubscribers when there was none (nobody got msg).
 	Publish(ctx context.Context, id string, msg []byte) error
 	// Subscribe returns a subscription to the session's bus.
 	Subscribe(ctx context.Context, id string) (Subscription, error)
+
+	// PublishTopic is Publish to one topic of the session's bus: only the
+	// subscriptions to that topic get msg, and ErrNoSubscribers says there
+	// was none. A topic is any non-empty string (a stream's lease holder,
+	// say), so that a message can be addressed to one listener and its
+	// publisher learn whether that listener was there.
+	PublishTopic(ctx context.Context, id, topic string, msg []byte) error
+	// SubscribeTopic returns a subscription to one topic of the session's
+	// bus. It ends like any subscription: on Close, and when the session is
+	// terminated (a shared store may notice that only at its next check of
+	// the session).
+	SubscribeTopic(ctx context.Context, id, topic string) (Subscription, error)
 }
 
 // Subscription receives the messages published on one session's bus.

@@ -1,7 +1,6 @@
 package streamable
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -21,8 +20,8 @@ import (
 //   - a replica that gets a request for a session it does not hold adopts it
 //     from the store's record (adopt.go);
 //   - a message for the GET stream made on a replica that does not hold the
-//     stream is pumped over the session's bus to the replica that does
-//     (pump.go);
+//     stream is pumped to the stream that holds the lease, on the bus topic
+//     named after it (pump.go); a publication nobody received is retried;
 //   - a client's response to a server-to-client request, POSTed to a replica
 //     that did not send the request, is published on the bus, where the
 //     waiting request (or the stream, for a ping) picks it up;
@@ -34,10 +33,6 @@ import (
 // Bus frames: the first byte of a message published on a session's bus says
 // what it is.
 const (
-	// frameStream + the holder of the stream lease it is for + '\n' + a
-	// JSON-RPC message: write it on the session's GET stream. Only the
-	// stream holding that lease writes it.
-	frameStream = 'm'
 	// frameReply + a client's JSON-RPC response POSTed to another replica.
 	frameReply = 'r'
 	// frameProbe: a GET on another replica asks the holder to check its
@@ -75,27 +70,6 @@ func frame(k byte, payload []byte) []byte {
 	return append(append(b, k), payload...)
 }
 
-// streamFrame addresses msg to the stream that holds lease holder.
-func streamFrame(holder string, msg []byte) []byte {
-	b := make([]byte, 0, 2+len(holder)+len(msg))
-	b = append(b, frameStream)
-	b = append(b, holder...)
-	b = append(b, '\n')
-	return append(b, msg...)
-}
-
-// parseStreamFrame splits a stream frame into its holder and message.
-func parseStreamFrame(m []byte) (holder string, msg []byte, ok bool) {
-	if len(m) == 0 || m[0] != frameStream {
-		return "", nil, false
-	}
-	i := bytes.IndexByte(m, '\n')
-	if i < 0 {
-		return "", nil, false
-	}
-	return string(m[1:i]), m[i+1:], true
-}
-
 // isLocalHolder reports whether a lease holder is one of this handler's
 // streams.
 func (h *Handler) isLocalHolder(holder string) bool {
@@ -105,7 +79,11 @@ func (h *Handler) isLocalHolder(holder string) bool {
 // publishReply sends a client's response that no local request was waiting
 // for to the replicas waiting on the session's bus.
 func (h *Handler) publishReply(ctx context.Context, sess *session, body []byte) error {
-	return h.cfg.Store.Publish(ctx, sess.id, frame(frameReply, body))
+	err := h.cfg.Store.Publish(ctx, sess.id, frame(frameReply, body))
+	if errors.Is(err, sessionstore.ErrNoSubscribers) {
+		return nil // nobody waits for it: a late answer, accepted and ignored
+	}
+	return err
 }
 
 // deliverReply routes a reply frame to the requests and pings waiting on

@@ -13,7 +13,8 @@ import (
 // replicas: the subscription's messages and a probe asked for by a GET on
 // another replica. Without replicas its channels are nil and never ready.
 type busState struct {
-	msgs <-chan []byte
+	msgs   <-chan []byte // the session's bus: replies, probes; closed when the session ends
+	stream <-chan []byte // the stream's topic: messages to write
 
 	// A probe in progress: pong closes when the client answers; timer
 	// fires when a ping went unanswered for probeWait.
@@ -95,12 +96,6 @@ func (h *Handler) onBusFrame(g *getStream, b *busState, m []byte) []byte {
 		return nil
 	}
 	switch m[0] {
-	case frameStream:
-		holder, msg, ok := parseStreamFrame(m)
-		if !ok || holder != g.lease.Holder {
-			return nil // for another stream: one that took over, or one gone
-		}
-		return msg
 	case frameReply:
 		deliverReply(g.sess, m)
 	case frameProbe:
@@ -144,7 +139,8 @@ func (h *Handler) answerProbe(g *getStream, b *busState) {
 	b.stopProbe()
 	ctx, cancel := context.WithTimeout(g.ctx, h.cfg.CleanupTimeout)
 	defer cancel()
-	if err := h.cfg.Store.Publish(ctx, g.sess.id, []byte{frameAlive}); err != nil && !isGone(err) {
+	err := h.cfg.Store.Publish(ctx, g.sess.id, []byte{frameAlive})
+	if err != nil && !isGone(err) && !errors.Is(err, sessionstore.ErrNoSubscribers) {
 		h.log.Warn("lifeline: answering a stream probe", "session", g.sess.id, "err", err)
 	}
 }
@@ -185,35 +181,50 @@ func (h *Handler) busClosed(g *getStream, b *busState) {
 	h.log.Warn("lifeline: the session's bus subscription ended; closing the stream", "session", g.sess.id)
 }
 
-// subscribeStream subscribes a GET to its session's bus, with replicas;
-// without, it returns nil.
-func (h *Handler) subscribeStream(r *http.Request, sess *session) (sessionstore.Subscription, *failure) {
-	if !h.shared {
-		return nil, nil
-	}
-	sub, err := h.cfg.Store.Subscribe(r.Context(), sess.id)
-	switch {
-	case isGone(err):
-		return nil, errSessionNotFound()
-	case err != nil:
-		return nil, errStore(err)
-	}
-	return sub, nil
+// streamSubs are a GET stream's subscriptions, with replicas: to the
+// session's bus, and to the stream's own topic (its lease holder's name),
+// where pumps send the messages it is to write.
+type streamSubs struct {
+	session, stream sessionstore.Subscription
 }
 
-// keepUnread keeps the stream messages addressed to g that its closed
-// subscription had buffered and g never wrote: they go to the carry-over,
-// for the session's next stream (here, or elsewhere through the pump).
-func (h *Handler) keepUnread(g *getStream, msgs <-chan []byte) {
+func (s streamSubs) close() {
+	if s.session != nil {
+		s.session.Close()
+		s.stream.Close()
+	}
+}
+
+// subscribeStream subscribes a GET to its session's bus and to its own
+// topic, with replicas; without, it returns no subscriptions.
+func (h *Handler) subscribeStream(r *http.Request, sess *session, holder string) (streamSubs, *failure) {
+	if !h.shared {
+		return streamSubs{}, nil
+	}
+	main, err := h.cfg.Store.Subscribe(r.Context(), sess.id)
+	if err != nil {
+		return streamSubs{}, h.storeFailure(err)
+	}
+	own, err := h.cfg.Store.SubscribeTopic(r.Context(), sess.id, holder)
+	if err != nil {
+		main.Close()
+		return streamSubs{}, h.storeFailure(err)
+	}
+	return streamSubs{session: main, stream: own}, nil
+}
+
+// keepUnread keeps the messages addressed to a stream that its closed
+// subscription had buffered and the stream never wrote: they go to the
+// carry-over, for the session's next stream (here, or elsewhere through the
+// pump).
+func (h *Handler) keepUnread(sess *session, msgs <-chan []byte) {
 	for {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
 				return
 			}
-			if holder, msg, ok := parseStreamFrame(m); ok && holder == g.lease.Holder {
-				g.sess.requeue(msg)
-			}
+			sess.requeue(m)
 		default:
 			return
 		}
@@ -245,7 +256,9 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, d time.D
 		return false, h.storeFailure(err)
 	}
 	defer sub.Close()
-	if err := h.cfg.Store.Publish(ctx, sess.id, []byte{frameProbe}); err != nil {
+	// Nobody listening (ErrNoSubscribers) means the holder is gone without
+	// releasing its lease: the poll below takes it once it lapses.
+	if err := h.cfg.Store.Publish(ctx, sess.id, []byte{frameProbe}); err != nil && !errors.Is(err, sessionstore.ErrNoSubscribers) {
 		return false, h.storeFailure(err)
 	}
 	window := max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+h.probeWait()/2+remotePoll)

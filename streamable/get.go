@@ -29,8 +29,8 @@ type getStream struct {
 
 	renewFailing bool // the last lease renewal failed (store outage)
 
-	bus busState                  // with replicas, the session's bus; only runGet uses it
-	sub sessionstore.Subscription // with replicas, to the session's bus, from before the lease
+	bus  busState   // with replicas, the session's bus; only runGet uses it
+	subs streamSubs // with replicas: the session's bus and the stream's own topic, from before the lease
 }
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
@@ -54,20 +54,19 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	// With replicas the stream listens on the session's bus before it
 	// takes the lease, so that nothing sent to it once it holds the lease
 	// can miss it.
-	sub, f := h.subscribeStream(r, sess)
+	holder := fmt.Sprintf("%s/%d", h.holder, h.streamSeq.Add(1))
+	subs, f := h.subscribeStream(r, sess, holder)
 	if f != nil {
 		writeFailure(w, f)
 		return
 	}
-	g, f := h.admitGet(sess, w, r)
+	g, f := h.admitGet(sess, holder, w, r)
 	if f != nil {
-		if sub != nil {
-			sub.Close()
-		}
+		subs.close()
 		writeFailure(w, f)
 		return
 	}
-	g.sub = sub
+	g.subs = subs
 	h.runGet(g)
 }
 
@@ -75,12 +74,12 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 // not. An old stream that is already dying is waited for (bounded); an old
 // stream whose client has answered pings is probed, and taken over if it
 // has stopped answering; a live one gets 409.
-func (h *Handler) admitGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *failure) {
+func (h *Handler) admitGet(sess *session, holder string, w http.ResponseWriter, r *http.Request) (*getStream, *failure) {
 	// Each round either admits, answers, or waits (bounded) for an old
 	// stream to go; a few rounds cover a takeover racing another GET.
 	deadline := time.Now().Add(h.cfg.CleanupTimeout)
 	for round := 1; ; round++ {
-		g, old, f := h.claimGet(sess, w, r)
+		g, old, f := h.claimGet(sess, holder, w, r)
 		if g != nil || f != nil {
 			return g, f
 		}
@@ -123,7 +122,7 @@ const maxAdmitRounds = 3
 // claimGet takes the session's stream slot if it is free. Otherwise it
 // returns the stream that holds it, or, with replicas, neither when another
 // replica holds it. It is serialized with termination.
-func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request) (*getStream, *getStream, *failure) {
+func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, r *http.Request) (*getStream, *getStream, *failure) {
 	sess.life.Lock()
 	defer sess.life.Unlock()
 	if !sess.active() {
@@ -132,7 +131,6 @@ func (h *Handler) claimGet(sess *session, w http.ResponseWriter, r *http.Request
 	if old := sess.liveGet(); old != nil {
 		return nil, old, nil
 	}
-	holder := fmt.Sprintf("%s/%d", h.holder, h.streamSeq.Add(1))
 	lease, err := h.cfg.Store.AcquireStream(r.Context(), sess.id, holder, h.leaseTTL())
 	switch {
 	case errors.Is(err, sessionstore.ErrStreamHeld) && h.shared:
@@ -307,13 +305,14 @@ func (h *Handler) runGet(g *getStream) {
 		close(g.done)
 	}()
 
-	if g.sub != nil {
-		bus.msgs = g.sub.Messages()
+	if g.subs.session != nil {
+		bus.msgs = g.subs.session.Messages()
+		bus.stream = g.subs.stream.Messages()
 		defer func() {
 			// Runs before the lease is released: what was sent to this
 			// stream and not written stays here, for the next stream.
-			g.sub.Close()
-			h.keepUnread(g, bus.msgs)
+			g.subs.close()
+			h.keepUnread(g.sess, bus.stream)
 		}()
 	}
 	if err := g.start(sess.id); err != nil {
@@ -379,6 +378,8 @@ func (h *Handler) runGet(g *getStream) {
 				return
 			}
 			continue
+		case msg = <-bus.stream:
+			// Addressed to this stream by a pump on another replica.
 		case m, ok := <-bus.msgs:
 			if !ok {
 				h.busClosed(g, bus)

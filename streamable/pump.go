@@ -169,13 +169,14 @@ func (s *session) clearPumpLocked(done chan struct{}) {
 // forward publishes msg for the stream holding the session's lease on
 // another replica, addressed to that holder (a stream that lost the lease
 // ignores it). It reports false, leaving msg to the caller, when no other
-// replica holds the stream or the store fails.
+// replica holds the stream, when nobody listens on the session's bus (the
+// holder died and its lease has not lapsed yet), or when the store fails.
 func (s *session) forward(msg []byte) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, s.h.cfg.CleanupTimeout)
 	defer cancel()
 	lease, held, err := s.h.cfg.Store.StreamHolder(ctx, s.id)
 	if err == nil && held && !s.h.isLocalHolder(lease.Holder) {
-		if err = s.h.cfg.Store.Publish(ctx, s.id, streamFrame(lease.Holder, msg)); err == nil {
+		if err = s.h.cfg.Store.PublishTopic(ctx, s.id, lease.Holder, msg); err == nil {
 			return true
 		}
 	}

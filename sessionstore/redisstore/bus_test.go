@@ -18,7 +18,10 @@ func TestBusPublishOrder(t *testing.T) {
 	e := newEnv(t)
 	s := e.store(t, redisstore.Options{})
 	mustCreate(t, s, "s", time.Hour)
-	publish(t, s, "s", "lost") // nobody listens yet
+	// Nobody listens yet: the message reaches no one, and Publish says so.
+	if err := s.Publish(context.Background(), "s", []byte("lost")); !errors.Is(err, sessionstore.ErrNoSubscribers) {
+		t.Fatalf("Publish with no subscriber: err = %v, want ErrNoSubscribers", err)
+	}
 	subs := []sessionstore.Subscription{subscribe(t, s, "s"), subscribe(t, s, "s"), subscribe(t, s, "s")}
 	var want []string
 	for i := range 20 {
@@ -242,4 +245,28 @@ func TestCanceledContext(t *testing.T) {
 	}
 	_, err = s.Subscribe(canceled(), "s")
 	wantErr(t, "Subscribe with a canceled context", err, context.Canceled)
+}
+
+func TestBusTopics(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{CheckInterval: 100 * time.Millisecond})
+	mustCreate(t, s, "s", time.Hour)
+	main := subscribe(t, s, "s")
+	topic, err := s.SubscribeTopic(t.Context(), "s", "holder-1")
+	wantErr(t, "SubscribeTopic", err, nil)
+	t.Cleanup(func() { topic.Close() })
+	if err := s.PublishTopic(t.Context(), "s", "holder-2", []byte("lost")); !errors.Is(err, sessionstore.ErrNoSubscribers) {
+		t.Fatalf("PublishTopic to a topic nobody listens to: err = %v, want ErrNoSubscribers", err)
+	}
+	wantErr(t, "PublishTopic", s.PublishTopic(t.Context(), "s", "holder-1", []byte("for 1")), nil)
+	publish(t, s, "s", "for all")
+	if got := next(t, topic); got != "for 1" {
+		t.Fatalf("topic subscription got %q", got)
+	}
+	if got := next(t, main); got != "for all" {
+		t.Fatalf("session subscription got %q (did a topic message leak into it?)", got)
+	}
+	wantErr(t, "Terminate", s.Terminate(t.Context(), "s"), nil)
+	closed(t, main)
+	closed(t, topic) // at the bus's next check at the latest
 }

@@ -228,17 +228,24 @@ func (b *bus) route(name, payload string) {
 // live. On failure the next check tries again.
 func (b *bus) recheck() {
 	b.mu.Lock()
-	ids := make([]string, 0, len(b.chans))
+	names := make(map[string][]string, len(b.chans)) // session id -> its channels (topics included)
 	for name := range b.chans {
-		ids = append(ids, strings.TrimPrefix(name, b.prefix))
+		id, _, _ := strings.Cut(strings.TrimPrefix(name, b.prefix), " ")
+		names[id] = append(names[id], name)
 	}
 	b.mu.Unlock()
-	if len(ids) == 0 {
+	if len(names) == 0 {
 		return
+	}
+	ids := make([]string, 0, len(names))
+	for id := range names {
+		ids = append(ids, id)
 	}
 	var dead []string
 	b.withTimeout(func(ctx context.Context) { dead, _ = b.notLive(ctx, ids) })
 	for _, id := range dead {
-		b.end(b.prefix + id)
+		for _, name := range names[id] {
+			b.end(name)
+		}
 	}
 }

@@ -26,7 +26,9 @@
 // live sessions scored by expiry (+inf for none), which Count counts and
 // prunes. P+"lease:"+id holds the stream holder with a PX expiry. Messages
 // for a session go to the pub/sub channel P+"bus:"+id, where a termination
-// is broadcast too; P+"wake:"+random is a Store's private channel for
+// is broadcast too, and those for one topic of it to P+"bus:"+id+" "+topic
+// (a space never occurs in a session id); Publish and PublishTopic report
+// ErrNoSubscribers when Redis counted no subscriber; P+"wake:"+random is a Store's private channel for
 // waking its own dispatcher. Every operation on records and leases is one
 // command or one Lua script, so each is atomic; times are the server's
 // (TIME).

@@ -62,6 +62,7 @@ const (
 	statusHeld       = "HELD"
 	statusLost       = "LOST"
 	statusNone       = "NONE"
+	statusNoSub      = "NOSUBSCRIBER"
 )
 
 // statusErr maps a script status to the sessionstore error, wrapped with op.
@@ -80,6 +81,8 @@ func statusErr(op, status string) error {
 		err = sessionstore.ErrStreamHeld
 	case statusLost:
 		err = sessionstore.ErrLeaseLost
+	case statusNoSub:
+		err = sessionstore.ErrNoSubscribers
 	default:
 		return fmt.Errorf("redisstore: %s: unexpected script status %q", op, status)
 	}

@@ -20,21 +20,49 @@ const (
 // Publish implements sessionstore.Store. It returns once Redis has taken
 // the message; delivery to each subscriber is asynchronous, so unlike
 // Memory it cannot report a subscriber whose buffer is full (the bus drops
-// the message for that subscriber and counts it in Dropped).
+// the message for that subscriber and counts it in Dropped). It reports
+// ErrNoSubscribers when no Store had the channel subscribed.
 func (s *Store) Publish(ctx context.Context, id string, msg []byte) error {
+	return s.publish(ctx, id, s.channel(id), msg)
+}
+
+// PublishTopic implements sessionstore.Store, on the channel of the topic.
+func (s *Store) PublishTopic(ctx context.Context, id, topic string, msg []byte) error {
+	if topic == "" {
+		return fmt.Errorf("redisstore: publish to session %q: empty topic", id)
+	}
+	return s.publish(ctx, id, s.topicChannel(id, topic), msg)
+}
+
+func (s *Store) publish(ctx context.Context, id, channel string, msg []byte) error {
 	frame := append(append(make([]byte, 0, 1+len(msg)), frameData...), msg...)
 	_, _, err := s.status(ctx, fmt.Sprintf("publish to session %q", id), s.scripts.publish,
-		[]string{s.keyRecord(id)}, s.channel(id), frame)
+		[]string{s.keyRecord(id)}, channel, frame)
 	return s.gone(id, err)
 }
 
 // Subscribe implements sessionstore.Store. The subscription is in place on
 // the server when Subscribe returns: every later Publish reaches it.
 func (s *Store) Subscribe(ctx context.Context, id string) (sessionstore.Subscription, error) {
+	return s.subscribe(ctx, id, s.channel(id))
+}
+
+// SubscribeTopic implements sessionstore.Store, on the channel of the
+// topic. The termination broadcast goes to the session's own channel only:
+// a topic subscription of a terminated session ends at the bus's next
+// check (Options.CheckInterval), or when this Store finds the session gone.
+func (s *Store) SubscribeTopic(ctx context.Context, id, topic string) (sessionstore.Subscription, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("redisstore: subscribe to session %q: empty topic", id)
+	}
+	return s.subscribe(ctx, id, s.topicChannel(id, topic))
+}
+
+func (s *Store) subscribe(ctx context.Context, id, channel string) (sessionstore.Subscription, error) {
 	op := fmt.Sprintf("subscribe to session %q", id)
 	octx, cancel := s.opCtx(ctx)
 	defer cancel()
-	sub, err := s.bus.subscribe(octx, s.channel(id))
+	sub, err := s.bus.subscribe(octx, channel)
 	if errors.Is(err, ErrClosed) {
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
 	}

@@ -184,7 +184,7 @@ return {'OK', cur, redis.call('PTTL', KEYS[2]), now_ms()}
 const luaPublish = luaPrelude + `
 local st = state(KEYS[1])
 if st then return {st} end
-redis.call('PUBLISH', ARGV[1], ARGV[2])
+if redis.call('PUBLISH', ARGV[1], ARGV[2]) == 0 then return {'NOSUBSCRIBER'} end
 return {'OK'}
 `
 

@@ -104,6 +104,11 @@ func (s *Store) keyLease(id string) string  { return s.opts.Prefix + "lease:" + 
 func (s *Store) keyIndex() string           { return s.opts.Prefix + "sessions" }
 func (s *Store) channel(id string) string   { return s.bus.prefix + id }
 
+// topicChannel is the channel of a topic of a session's bus: the session's
+// channel, a space (never part of a session id, which is visible ASCII),
+// the topic.
+func (s *Store) topicChannel(id, topic string) string { return s.bus.prefix + id + " " + topic }
+
 // opCtx bounds one call to Redis by OpTimeout.
 func (s *Store) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.opts.OpTimeout)
