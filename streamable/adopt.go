@@ -50,7 +50,10 @@ func (h *Handler) adopt(r *http.Request, id string) (*session, *failure) {
 // makeCopy reads the session's record and makes, registers and inserts
 // its local copy.
 func (h *Handler) makeCopy(r *http.Request, id string) (*session, *failure) {
-	rec, err := h.cfg.Store.Get(r.Context(), id)
+	// Not the request's own context: other requests wait for this
+	// adoption, and must not fail because this one's client left. The
+	// store bounds the call.
+	rec, err := h.cfg.Store.Get(context.WithoutCancel(r.Context()), id)
 	switch {
 	case isGone(err):
 		return nil, errSessionNotFound()

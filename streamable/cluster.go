@@ -35,8 +35,8 @@ import (
 const (
 	// frameReply + a client's JSON-RPC response POSTed to another replica.
 	frameReply = 'r'
-	// frameProbe: a GET on another replica asks the holder to check its
-	// client at once.
+	// frameProbe + the prober's holder name: a GET on another replica asks
+	// the holder to check its client at once.
 	frameProbe = 'p'
 	// frameAlive: the holder's client answered a probe.
 	frameAlive = 'a'

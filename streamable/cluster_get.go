@@ -99,7 +99,9 @@ func (h *Handler) onBusFrame(g *getStream, b *busState, m []byte) []byte {
 	case frameReply:
 		deliverReply(g.sess, m)
 	case frameProbe:
-		h.startProbe(g, b)
+		if string(m[1:]) != g.lease.Holder { // not this stream's own probe, sent while it waited
+			h.startProbe(g, b)
+		}
 	}
 	return nil
 }
@@ -188,6 +190,14 @@ type streamSubs struct {
 	session, stream sessionstore.Subscription
 }
 
+// streamMessages is the stream topic's channel, nil without replicas.
+func (s streamSubs) streamMessages() <-chan []byte {
+	if s.stream == nil {
+		return nil
+	}
+	return s.stream.Messages()
+}
+
 func (s streamSubs) close() {
 	if s.session != nil {
 		s.session.Close()
@@ -218,6 +228,9 @@ func (h *Handler) subscribeStream(r *http.Request, sess *session, holder string)
 // carry-over, for the session's next stream (here, or elsewhere through the
 // pump).
 func (h *Handler) keepUnread(sess *session, msgs <-chan []byte) {
+	if msgs == nil {
+		return
+	}
 	for {
 		select {
 		case m, ok := <-msgs:
@@ -245,7 +258,7 @@ const remotePoll = 25 * time.Millisecond
 // lease is free (the caller then claims it), false when the holder's client
 // answered or the wait ran out, and a failure when the store fails (503) or
 // the session ended (404).
-func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, d time.Duration) (bool, *failure) {
+func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder string, d time.Duration) (bool, *failure) {
 	if d <= 0 {
 		return false, nil
 	}
@@ -258,7 +271,7 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, d time.D
 	defer sub.Close()
 	// Nobody listening (ErrNoSubscribers) means the holder is gone without
 	// releasing its lease: the poll below takes it once it lapses.
-	if err := h.cfg.Store.Publish(ctx, sess.id, []byte{frameProbe}); err != nil && !errors.Is(err, sessionstore.ErrNoSubscribers) {
+	if err := h.cfg.Store.Publish(ctx, sess.id, frame(frameProbe, []byte(holder))); err != nil && !errors.Is(err, sessionstore.ErrNoSubscribers) {
 		return false, h.storeFailure(err)
 	}
 	window := max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+h.probeWait()/2+remotePoll)

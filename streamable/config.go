@@ -21,10 +21,7 @@ const (
 	DefaultMaxSessions    = 10000
 	DefaultMaxBodyBytes   = 4 << 20
 	DefaultQueueSize      = 512
-	// DefaultRequestQueueSize is the default of Config.RequestQueueSize
-	// (capped by QueueSize).
-	DefaultRequestQueueSize = 64
-	DefaultRetryAfter       = 5 * time.Second
+	DefaultRetryAfter     = 5 * time.Second
 )
 
 // Disabled, given as HeartbeatInterval or IdleTTL, turns the feature off.
@@ -72,10 +69,10 @@ type Config struct {
 	// RequestQueueSize bounds the queues of one request's own stream (a
 	// POST answered with SSE: progress and logging during a tool call, and
 	// server requests made during it), with the same overflow rules as
-	// QueueSize. They are made when the request first sends something and
-	// drained as they fill by the request's writer, so they need less room
-	// than a GET stream's, which waits for its client to reconnect.
-	// Default DefaultRequestQueueSize (64), or QueueSize if that is smaller.
+	// QueueSize. They are made when the request first sends something; a
+	// tool that sends a burst fills them before the request's writer runs,
+	// so a smaller size saves memory per streaming request at the risk of
+	// refused notifications. Default QueueSize.
 	RequestQueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger
@@ -162,7 +159,7 @@ func (c Config) effective() Config {
 		c.QueueSize = DefaultQueueSize
 	}
 	if c.RequestQueueSize <= 0 {
-		c.RequestQueueSize = min(DefaultRequestQueueSize, c.QueueSize)
+		c.RequestQueueSize = c.QueueSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -32,7 +32,11 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 			writeFailure(w, errStore(err))
 			return
 		}
-		sess.terminate(ctx, errDeleted)
+		if !sess.terminate(ctx, errDeletedInStore) && context.Cause(sess.ctx) == errDeletedInStore {
+			// Another DELETE on this replica got there first.
+			writeFailure(w, errSessionNotFound())
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 		return
 	}

@@ -89,7 +89,7 @@ func (h *Handler) admitGet(sess *session, holder string, w http.ResponseWriter, 
 		switch {
 		case old == nil:
 			// Held by another replica (cluster_get.go).
-			free, f := h.awaitRemoteStream(r.Context(), sess, time.Until(deadline))
+			free, f := h.awaitRemoteStream(r.Context(), sess, holder, time.Until(deadline))
 			if f != nil {
 				return nil, f
 			}
@@ -290,6 +290,11 @@ func (h *Handler) runGet(g *getStream) {
 		if err := h.cfg.Store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
 			h.log.Warn("lifeline: release stream lease", "session", sess.id, "err", err)
 		}
+		// With replicas, only now that no pump sees this stream as the
+		// holder: stop listening, and keep what was sent to it and not
+		// written, for the next stream.
+		g.subs.close()
+		h.keepUnread(sess, g.subs.streamMessages())
 		sess.mu.Lock()
 		if sess.get == g {
 			sess.get = nil
@@ -308,12 +313,6 @@ func (h *Handler) runGet(g *getStream) {
 	if g.subs.session != nil {
 		bus.msgs = g.subs.session.Messages()
 		bus.stream = g.subs.stream.Messages()
-		defer func() {
-			// Runs before the lease is released: what was sent to this
-			// stream and not written stays here, for the next stream.
-			g.subs.close()
-			h.keepUnread(g.sess, bus.stream)
-		}()
 	}
 	if err := g.start(sess.id); err != nil {
 		if !g.begun() {
@@ -378,8 +377,14 @@ func (h *Handler) runGet(g *getStream) {
 				return
 			}
 			continue
-		case msg = <-bus.stream:
+		case m, ok := <-bus.stream:
 			// Addressed to this stream by a pump on another replica.
+			if !ok {
+				bus.stream = nil
+				h.busClosed(g, bus)
+				return
+			}
+			msg = m
 		case m, ok := <-bus.msgs:
 			if !ok {
 				h.busClosed(g, bus)

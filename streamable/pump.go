@@ -57,12 +57,15 @@ func (s *session) ensurePump(announced bool) {
 // pump starts meanwhile.
 func (s *session) stopPump() {
 	s.mu.Lock()
-	done, stop := s.pump.done, s.pump.stop
+	done := s.pump.done
+	if s.pump.stop != nil {
+		close(s.pump.stop)
+		s.pump.stop = nil // closed once: a later claim only waits
+	}
 	s.mu.Unlock()
 	if done == nil {
 		return
 	}
-	close(stop)
 	t := time.NewTimer(s.h.cfg.CleanupTimeout)
 	defer t.Stop()
 	select {

@@ -26,6 +26,9 @@ var (
 	errDeleted  = errors.New("session terminated by DELETE")
 	errExpired  = errors.New("session expired after its idle TTL")
 	errShutdown = errors.New("server shutting down")
+	// errDeletedInStore: DELETE with a shared store, which terminated the
+	// record itself before ending the local copy.
+	errDeletedInStore = errors.New("session terminated by DELETE")
 )
 
 // session is one MCP session: the server.ClientSession handed to mcp-go and
@@ -215,7 +218,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 	defer close(s.ended)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(ctx, s.id)
-	if s.stateless || cause == errEndedElsewhere || (s.h.shared && cause == errShutdown) {
+	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || (s.h.shared && cause == errShutdown) {
 		return // never stored, already ended there, or kept for the other replicas
 	}
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
