@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
@@ -144,5 +146,41 @@ func TestClusterLeaseExpiresWithHeartbeatsOff(t *testing.T) {
 	}
 	if left := time.Until(lease.ExpiresAt); left > 3*20*time.Second+time.Second {
 		t.Errorf("lease lapses in %v, want within three default heartbeat intervals (60 s)", left)
+	}
+}
+
+// A stream whose session vanished from Redis (flushed, as by a restart
+// without persistence) is closed when the store notices, and writes nothing
+// meanwhile: no empty event from a subscription that the store closed.
+func TestClusterStreamEndsCleanlyWhenItsSessionVanishes(t *testing.T) {
+	c := newCluster(t, streamable.Config{HeartbeatInterval: 10 * time.Second},
+		redisstore.Options{CheckInterval: 50 * time.Millisecond})
+	// Many streams: each one's select picks between its two closed
+	// subscriptions at random, so a broken one shows in one of them.
+	const n = 20
+	streams := make([]*testutil.Stream, n)
+	for i := range streams {
+		streams[i] = c.stream(c.session(i % 3))
+	}
+	raw := redis.NewClient(&redis.Options{Addr: c.redis.Addr()})
+	defer raw.Close()
+	if err := raw.FlushAll(testutil.Context(t, wait)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testutil.Context(t, wait)
+	for i, st := range streams {
+		for ended := false; !ended; {
+			ev, err := st.Next(ctx)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				t.Fatalf("stream %d is still open after its session vanished from Redis", i)
+			case err != nil:
+				ended = true
+			case !ev.IsComment():
+				if _, err := ev.Message(); err != nil {
+					t.Fatalf("stream %d wrote an event that is not JSON-RPC: %q (%v)", i, ev.Data, err)
+				}
+			}
+		}
 	}
 }
