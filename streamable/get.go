@@ -322,6 +322,14 @@ func (h *Handler) runGet(g *getStream) {
 		}
 		return
 	}
+	// The session's queues are made when something is first sent to it;
+	// an idle stream waits for that instead of making them.
+	var notes chan mcp.JSONRPCNotification
+	var reqs chan []byte
+	made := sess.qMade
+	if q := sess.q.Load(); q != nil {
+		notes, reqs, made = q.notifications, q.requests, nil
+	}
 	carry := sess.takeCarry()
 	for i, msg := range carry {
 		if g.event(msg) != nil {
@@ -336,11 +344,15 @@ func (h *Handler) runGet(g *getStream) {
 		select {
 		case <-g.ctx.Done():
 			return
-		case n := <-sess.notifications:
+		case <-made:
+			q := sess.q.Load()
+			notes, reqs, made = q.notifications, q.requests, nil
+			continue
+		case n := <-notes:
 			if msg = h.encodeNotification(sess.id, n); msg == nil {
 				continue
 			}
-		case msg = <-sess.requests:
+		case msg = <-reqs:
 		case <-tick:
 			if g.tracker.Dead() && !bus.storeDown && !bus.renewing {
 				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",

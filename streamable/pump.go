@@ -97,7 +97,8 @@ func (s *session) runPump(done, stop chan struct{}) {
 			retry = time.After(backoff)
 			backoff = min(2*backoff, maxPumpBackoff)
 		}
-		notes, reqs := s.notifications, s.requests
+		q := s.queues()
+		notes, reqs := q.notifications, q.requests
 		if len(pending) >= s.h.cfg.QueueSize {
 			// Hold no more than a queue's worth: the queues fill up, and
 			// sends are refused as when a stream's client stops reading.
@@ -141,7 +142,7 @@ func (s *session) setHeld(n int) {
 func (s *session) pumpMayExit(done chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.notifications) > 0 || len(s.requests) > 0 || time.Since(s.pump.lastSend) < pumpIdle {
+	if s.queuedInQueues() > 0 || time.Since(s.pump.lastSend) < pumpIdle {
 		return false
 	}
 	s.clearPumpLocked(done)

@@ -43,11 +43,12 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// notifications and requests are bound for the standalone GET stream.
-	// Only the live GET handler reads them; between streams they stay
-	// queued for the next one.
-	notifications chan mcp.JSONRPCNotification
-	requests      chan []byte
+	// q holds the queues bound for the standalone GET stream, made on
+	// first use (queues). Only the live GET handler (or, with replicas, the
+	// pump) reads them; between streams they stay queued for the next one.
+	q     atomic.Pointer[sessionQueues]
+	qOnce sync.Once
+	qMade chan struct{} // closed once q is set
 
 	life  sync.Mutex // serializes creation and GET admission with termination
 	state atomic.Int32
@@ -72,15 +73,14 @@ type session struct {
 func newSession(h *Handler, id string) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &session{
-		h:             h,
-		id:            id,
-		ctx:           ctx,
-		cancel:        cancel,
-		notifications: make(chan mcp.JSONRPCNotification, h.cfg.QueueSize),
-		requests:      make(chan []byte, h.cfg.QueueSize),
-		posts:         make(map[*sseStream]struct{}),
-		ended:         make(chan struct{}),
-		calls:         newCallTable(h.callBase),
+		h:      h,
+		id:     id,
+		ctx:    ctx,
+		cancel: cancel,
+		posts:  make(map[*sseStream]struct{}),
+		ended:  make(chan struct{}),
+		qMade:  make(chan struct{}),
+		calls:  newCallTable(h.callBase),
 	}
 }
 
@@ -89,7 +89,41 @@ func (s *session) SessionID() string { return s.id }
 
 // NotificationChannel implements server.ClientSession: what mcp-go sends
 // here goes on the session's GET stream.
-func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notifications }
+func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	return s.queues().notifications
+}
+
+// sessionQueues are a session's queues for its GET stream.
+type sessionQueues struct {
+	notifications chan mcp.JSONRPCNotification
+	requests      chan []byte
+}
+
+// queues returns the session's queues, making them on first use: a
+// session that is never sent anything and never opens a stream costs no
+// QueueSize channels (which are most of a session's memory).
+func (s *session) queues() *sessionQueues {
+	if q := s.q.Load(); q != nil {
+		return q
+	}
+	s.qOnce.Do(func() {
+		s.q.Store(&sessionQueues{
+			notifications: make(chan mcp.JSONRPCNotification, s.h.cfg.QueueSize),
+			requests:      make(chan []byte, s.h.cfg.QueueSize),
+		})
+		close(s.qMade)
+	})
+	return s.q.Load()
+}
+
+// queuedInQueues counts what waits in the queues, without making them.
+func (s *session) queuedInQueues() int {
+	q := s.q.Load()
+	if q == nil {
+		return 0
+	}
+	return len(q.notifications) + len(q.requests)
+}
 
 // UpgradeToSSEWhenReceiveNotification implements
 // server.SessionWithStreamableHTTPConfig. mcp-go calls it just before each
@@ -98,7 +132,8 @@ func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return 
 // the sender) and the GET stream is squeezed, so that if its client stopped
 // reading it is closed at once and the client reconnects to what is queued.
 func (s *session) UpgradeToSSEWhenReceiveNotification() {
-	if len(s.notifications) < cap(s.notifications) {
+	q := s.queues()
+	if len(q.notifications) < cap(q.notifications) {
 		if s.h.shared {
 			s.ensurePump(true)
 		}
@@ -111,7 +146,7 @@ func (s *session) UpgradeToSSEWhenReceiveNotification() {
 	if g := s.liveGet(); g != nil {
 		squeezed = g.squeeze(s.h.stallThreshold())
 	}
-	s.h.refused(s.id, "session", cap(s.notifications), squeezed)
+	s.h.refused(s.id, "session", cap(q.notifications), squeezed)
 }
 
 func (s *session) active() bool { return s.state.Load() == stateActive }
@@ -267,5 +302,5 @@ func (s *session) busy() bool {
 func (s *session) queued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.notifications) + len(s.requests) + len(s.carry) + s.pump.held
+	return s.queuedInQueues() + len(s.carry) + s.pump.held
 }

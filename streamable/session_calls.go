@@ -191,7 +191,7 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	default:
 		return nil, fmt.Errorf("%w (%s)", errQueueFull, method)
 	}
-	if s.h.shared && queue == s.requests {
+	if q := s.q.Load(); s.h.shared && q != nil && queue == q.requests {
 		s.ensurePump(false)
 	}
 	for waiting := true; waiting; {
@@ -263,15 +263,15 @@ func (s *session) listRoots(ctx context.Context, q chan []byte, req mcp.ListRoot
 // RequestSampling implements server.SessionWithSampling; outside a request
 // the request goes on the GET stream.
 func (s *session) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return s.requestSampling(ctx, s.requests, req)
+	return s.requestSampling(ctx, s.queues().requests, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation.
 func (s *session) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return s.requestElicitation(ctx, s.requests, req)
+	return s.requestElicitation(ctx, s.queues().requests, req)
 }
 
 // ListRoots implements server.SessionWithRoots.
 func (s *session) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return s.listRoots(ctx, s.requests, req)
+	return s.listRoots(ctx, s.queues().requests, req)
 }
