@@ -23,54 +23,37 @@ import (
 // a different one (compare that with memory-behind-proxy, the same proxy
 // hop in front of one memory replica). Run side by side: the ratio is the
 // figure.
-func BenchmarkToolsCallStore(b *testing.B) {
-	b.Run("memory", func(b *testing.B) {
-		r := newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second})
-		benchToolsCall(b, func() *testutil.Client {
-			c := testutil.NewClient(r.ts.URL)
-			c.HTTP = r.ts.Client()
-			return c
-		})
-	})
-	b.Run("memory-behind-proxy", func(b *testing.B) {
-		url := benchProxy(b, newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second}).ts.URL)
-		benchToolsCall(b, func() *testutil.Client { return testutil.NewClient(url) })
-	})
-	b.Run("redis-1-replica", func(b *testing.B) {
-		c := newBenchCluster(b)
-		url := c.replicas[0].ts.URL
-		benchToolsCall(b, func() *testutil.Client { return testutil.NewClient(url) })
-	})
-	b.Run("redis-3-replicas-round-robin", func(b *testing.B) {
-		c := newBenchCluster(b)
-		benchToolsCall(b, func() *testutil.Client { return testutil.NewClient(c.proxy) })
-	})
-}
+func BenchmarkToolsCallStore(b *testing.B) { benchStoreSetups(b, benchToolsCall) }
 
 // BenchmarkToolsCallStoreParallel is BenchmarkToolsCallStore with 16
 // clients calling at once (each on its own session): the time per call
 // under load, where the store's round trips overlap with other work.
-func BenchmarkToolsCallStoreParallel(b *testing.B) {
+func BenchmarkToolsCallStoreParallel(b *testing.B) { benchStoreSetups(b, benchToolsCallParallel) }
+
+// benchStoreSetups runs bench on each setup compared: memory, memory behind
+// the round-robin proxy, Redis on one replica, Redis on three replicas
+// behind the proxy. newClient makes a client for the setup's endpoint.
+func benchStoreSetups(b *testing.B, bench func(b *testing.B, newClient func() *testutil.Client)) {
+	cfg := streamable.Config{HeartbeatInterval: 20 * time.Second}
 	b.Run("memory", func(b *testing.B) {
-		r := newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second})
-		benchToolsCallParallel(b, func() *testutil.Client {
+		r := newBenchRig(b, cfg)
+		bench(b, func() *testutil.Client {
 			c := testutil.NewClient(r.ts.URL)
 			c.HTTP = r.ts.Client()
 			return c
 		})
 	})
 	b.Run("memory-behind-proxy", func(b *testing.B) {
-		url := benchProxy(b, newBenchRig(b, streamable.Config{HeartbeatInterval: 20 * time.Second}).ts.URL)
-		benchToolsCallParallel(b, func() *testutil.Client { return testutil.NewClient(url) })
+		url := benchProxy(b, newBenchRig(b, cfg).ts.URL)
+		bench(b, func() *testutil.Client { return testutil.NewClient(url) })
 	})
 	b.Run("redis-1-replica", func(b *testing.B) {
-		c := newBenchCluster(b)
-		url := c.replicas[0].ts.URL
-		benchToolsCallParallel(b, func() *testutil.Client { return testutil.NewClient(url) })
+		url := newBenchCluster(b).replicas[0].ts.URL
+		bench(b, func() *testutil.Client { return testutil.NewClient(url) })
 	})
 	b.Run("redis-3-replicas-round-robin", func(b *testing.B) {
-		c := newBenchCluster(b)
-		benchToolsCallParallel(b, func() *testutil.Client { return testutil.NewClient(c.proxy) })
+		url := newBenchCluster(b).proxy
+		bench(b, func() *testutil.Client { return testutil.NewClient(url) })
 	})
 }
 

@@ -141,15 +141,7 @@ func TestClusterRedisHungFailsWithinOpTimeout(t *testing.T) {
 	for i := range 3 {
 		toolText(t, c.client(i, a), "echo", map[string]any{"text": "adopt"})
 	}
-	if err := c.redis.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			_ = c.redis.Resume()
-		}
-	})
+	resume := c.pauseRedis()
 	for i := range 3 {
 		start := time.Now()
 		resp, err := c.client(i, a).CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"})
@@ -167,10 +159,7 @@ func TestClusterRedisHungFailsWithinOpTimeout(t *testing.T) {
 	}
 	wantUnavailable(t, "initialize on replica B", resp, time.Since(start), opTimeout+faultSlack)
 
-	if err := c.redis.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	resumedAt := time.Now()
 	for i := range 3 {
 		cl := c.client(i, a)
@@ -206,16 +195,8 @@ func TestClusterStreamLivesThroughARedisHang(t *testing.T) {
 	testutil.Eventually(t, wait, "a ping answered", func() bool { return st.Pongs() > 0 })
 	pings := watchPings(t, st)
 
-	if err := c.redis.Pause(); err != nil {
-		t.Fatal(err)
-	}
+	resume := c.pauseRedis()
 	paused := time.Now()
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			_ = c.redis.Resume()
-		}
-	})
 	// Pings keep coming while Redis hangs, for more than the missed-pong
 	// limit's worth of heartbeats and more than one OpTimeout.
 	const wantPings = 4
@@ -226,10 +207,7 @@ func TestClusterStreamLivesThroughARedisHang(t *testing.T) {
 	t.Logf("GET stream while Redis hangs: %d pings in %v (gaps %v)",
 		pings.since(paused), time.Since(paused).Round(time.Millisecond), pings.gaps(paused))
 
-	if err := c.redis.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	resumedAt := time.Now()
 	cl := c.client(0, a)
 	testutil.Eventually(t, wait, "replica A serves the session again", func() bool {

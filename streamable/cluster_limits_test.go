@@ -64,24 +64,13 @@ func TestClusterDeleteFailsWhileRedisHangs(t *testing.T) {
 	for i := range 3 {
 		toolText(t, c.client(i, a), "echo", map[string]any{"text": "adopt"})
 	}
-	if err := c.redis.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			_ = c.redis.Resume()
-		}
-	})
+	resume := c.pauseRedis()
 	resp, err := c.client(2, a).Delete(testutil.Context(t, wait))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, "DELETE while Redis hangs", resp.Status, http.StatusServiceUnavailable, resp.Body)
-	if err := c.redis.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	for i := range 3 {
 		testutil.Eventually(t, wait, fmt.Sprintf("replica %d serves the session", i), func() bool {
 			r, err := c.client(i, a).CallTool(context.Background(), "echo", map[string]any{"text": "x"})

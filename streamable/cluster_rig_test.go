@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,4 +215,24 @@ func addClusterTools(s *server.MCPServer) {
 func samplingResult(text string) map[string]any {
 	return map[string]any{"role": "assistant", "model": "test",
 		"content": map[string]any{"type": "text", "text": text}}
+}
+
+// pauseRedis makes the cluster's redis-server hang (SIGSTOP) and returns
+// the function that resumes it; the test's cleanup resumes it if the test
+// did not.
+func (c *cluster) pauseRedis() (resume func()) {
+	c.t.Helper()
+	if err := c.redis.Pause(); err != nil {
+		c.t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := c.redis.Resume(); err != nil {
+				c.t.Error(err)
+			}
+		})
+	}
+	c.t.Cleanup(resume)
+	return resume
 }
