@@ -3,6 +3,8 @@ package streamable
 import (
 	"context"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // pumpIdle is how long a pump waits for more messages before it exits. mcp-go
@@ -97,8 +99,15 @@ func (s *session) runPump(done, stop chan struct{}) {
 			retry = time.After(backoff)
 			backoff = min(2*backoff, maxPumpBackoff)
 		}
-		q := s.queues()
-		notes, reqs := q.notifications, q.requests
+		// The queues exist once something was sent to the session; a
+		// pump started by a stream's end waits for that instead of
+		// making them.
+		var notes chan mcp.JSONRPCNotification
+		var reqs chan []byte
+		made := s.qMade
+		if q := s.q.Load(); q != nil {
+			notes, reqs, made = q.notifications, q.requests, nil
+		}
 		if len(pending) >= s.h.cfg.QueueSize {
 			// Hold no more than a queue's worth: the queues fill up, and
 			// sends are refused as when a stream's client stops reading.
@@ -118,6 +127,8 @@ func (s *session) runPump(done, stop chan struct{}) {
 		case m := <-reqs:
 			pending = append(pending, m)
 		case <-retry:
+			continue
+		case <-made:
 			continue
 		case <-idle.C:
 			if len(pending) == 0 && s.pumpMayExit(done) {
