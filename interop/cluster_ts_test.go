@@ -53,6 +53,20 @@ func runNodeScript(t *testing.T, node, script, url string) (map[string]tsStep, [
 	return steps, order
 }
 
+// checkSteps fails the test unless the script printed exactly the steps
+// of want, in order, each with ok true.
+func checkSteps(t *testing.T, steps map[string]tsStep, order, want []string) {
+	t.Helper()
+	if strings.Join(order, " ") != strings.Join(want, " ") {
+		t.Errorf("steps printed: %v\nwant: %v", order, want)
+	}
+	for _, name := range want {
+		if st, ok := steps[name]; ok && st["ok"] != true {
+			t.Errorf("step %s failed: %v", name, st)
+		}
+	}
+}
+
 // The official TypeScript SDK client (ts/cluster-client.mjs, run by Node)
 // runs a whole conversation through a round-robin proxy in front of three
 // replicas sharing one redis-server: initialize, the GET stream the SDK
@@ -67,14 +81,7 @@ func TestTypeScriptClientThroughCluster(t *testing.T) {
 
 	want := []string{"connect", "get_stream", "list_tools", "echo", "notify", "sampling", "sampling_on_stream",
 		"ping", "terminate", "done"}
-	if strings.Join(order, " ") != strings.Join(want, " ") {
-		t.Errorf("steps printed: %v\nwant: %v", order, want)
-	}
-	for _, name := range want {
-		if st, ok := steps[name]; ok && st["ok"] != true {
-			t.Errorf("step %s failed: %v", name, st)
-		}
-	}
+	checkSteps(t, steps, order, want)
 	if t.Failed() {
 		t.FailNow()
 	}

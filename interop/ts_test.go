@@ -1,11 +1,7 @@
 package interop
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,46 +68,12 @@ func TestTypeScriptClient(t *testing.T) {
 	node := nodeAndSDK(t)
 	h := start(t, streamable.Config{HeartbeatInterval: 200 * time.Millisecond})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 6*wait)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("ts", "client.mjs"), h.URL)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("INTEROP_WAIT_MS=%d", wait.Milliseconds()))
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-
-	steps := map[string]tsStep{}
-	var order []string
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		t.Logf("ts: %s", line)
-		var st tsStep
-		if err := json.Unmarshal([]byte(line), &st); err != nil {
-			t.Errorf("client.mjs printed a line that is not JSON: %q", line)
-			continue
-		}
-		name := st.str("step")
-		steps[name] = st
-		order = append(order, name)
-	}
-	if runErr != nil {
-		t.Errorf("node client.mjs: %v\nstderr:\n%s", runErr, stderr.String())
-	}
+	steps, order := runNodeScript(t, node, "client.mjs", h.URL)
 
 	want := []string{"connect", "list_tools", "echo", "notify", "sampling", "ping", "terminate", "after_terminate",
 		"connect_b", "notify_b", "forget", "after_404", "get_reconnect", "after_404_again",
 		"recover_same_client", "recover_new_client", "done"}
-	if strings.Join(order, " ") != strings.Join(want, " ") {
-		t.Errorf("steps printed: %v\nwant: %v", order, want)
-	}
-	for _, name := range want {
-		if st, ok := steps[name]; ok && st["ok"] != true {
-			t.Errorf("step %s failed: %v", name, st)
-		}
-	}
+	checkSteps(t, steps, order, want)
 	if t.Failed() {
 		t.FailNow()
 	}
