@@ -41,3 +41,24 @@ func ExampleTracker() {
 	// one miss, dead: false
 	// two misses, dead: true
 }
+
+// One goroutine can wait on one channel for its heartbeat and for signals
+// of its own: Fired tells the heartbeat's apart.
+func ExampleScheduler_AddSignal() {
+	s := heartbeat.NewScheduler(nil)
+	defer s.Close()
+	wake := make(chan struct{}, 1)
+	e := s.AddSignal(10*time.Millisecond, wake)
+	defer e.Remove()
+	wake <- struct{}{} // something else to do
+	for pings := 0; pings < 2; {
+		<-wake
+		if e.Fired() {
+			pings++
+			fmt.Println("ping", pings)
+		}
+	}
+	// Output:
+	// ping 1
+	// ping 2
+}

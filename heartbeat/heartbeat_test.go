@@ -189,3 +189,52 @@ func TestTrackerForgiveForgetsUnansweredPings(t *testing.T) {
 		t.Fatal("Forgive forgot that the peer answered before")
 	}
 }
+
+func TestAddSignalSharesTheCallersChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewScheduler(nil)
+		defer s.Close()
+		wake := make(chan struct{}, 1)
+		e := s.AddSignal(time.Second, wake)
+		start := time.Now()
+		// A signal of the caller's own: the entry has not fired.
+		wake <- struct{}{}
+		<-wake
+		if e.Fired() {
+			t.Fatal("Fired = true for the caller's own signal")
+		}
+		<-wake
+		if d := time.Since(start); d != time.Second {
+			t.Fatalf("the entry signalled after %v, want 1s", d)
+		}
+		if !e.Fired() {
+			t.Fatal("Fired = false after the entry's interval elapsed")
+		}
+		if e.Fired() {
+			t.Fatal("Fired did not reset")
+		}
+		e.Trigger()
+		<-wake
+		if !e.Fired() {
+			t.Fatal("Fired = false after Trigger")
+		}
+		e.Remove()
+	})
+}
+
+func TestAddSignalFiredSurvivesACoalescedSignal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewScheduler(nil)
+		defer s.Close()
+		wake := make(chan struct{}, 1)
+		e := s.AddSignal(time.Second, wake)
+		wake <- struct{}{} // the caller's signal fills the slot first
+		time.Sleep(time.Second)
+		synctest.Wait()
+		<-wake // one signal for both
+		if !e.Fired() {
+			t.Fatal("a tick that coalesced with the caller's signal was lost")
+		}
+		e.Remove()
+	})
+}

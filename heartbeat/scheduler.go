@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,16 +47,25 @@ type Entry struct {
 	next     time.Time
 	index    int // position in the heap; -1 once removed
 	due      chan struct{}
+	fired    atomic.Bool // fired since the last Fired
 }
 
 // Add registers an entry that first fires interval from now and then every
 // interval. interval must be positive. After Close, the returned entry never
 // fires.
 func (s *Scheduler) Add(interval time.Duration) *Entry {
+	return s.AddSignal(interval, make(chan struct{}, 1))
+}
+
+// AddSignal is Add with a channel the caller owns, which it may share with
+// signals of its own (one goroutine then waits on one channel for all of
+// them): the entry sends on due without blocking, so due should have a
+// buffer of one, and Fired tells the entry's signals from the others.
+func (s *Scheduler) AddSignal(interval time.Duration, due chan struct{}) *Entry {
 	if interval <= 0 {
 		panic("heartbeat: Scheduler.Add with a non-positive interval")
 	}
-	e := &Entry{s: s, interval: interval, index: -1, due: make(chan struct{}, 1)}
+	e := &Entry{s: s, interval: interval, index: -1, due: due}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -78,6 +88,17 @@ func (e *Entry) Due() <-chan struct{} { return e.due }
 // coalesces with a signal not yet consumed), without moving its schedule.
 // It is safe to call from any goroutine, after Remove too.
 func (e *Entry) Trigger() {
+	e.fire()
+}
+
+// Fired reports whether the entry fired (or was triggered) since the last
+// call, and resets it.
+func (e *Entry) Fired() bool {
+	return e.fired.Swap(false)
+}
+
+func (e *Entry) fire() {
+	e.fired.Store(true)
 	select {
 	case e.due <- struct{}{}:
 	default:
@@ -149,10 +170,7 @@ func (s *Scheduler) fireDue() time.Duration {
 		if e.next.After(now) {
 			return e.next.Sub(now)
 		}
-		select {
-		case e.due <- struct{}{}:
-		default:
-		}
+		e.fire()
 		e.next = e.next.Add(e.interval)
 		if !e.next.After(now) {
 			e.next = now.Add(e.interval)

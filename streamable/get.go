@@ -19,11 +19,18 @@ var errDeadPeer = errors.New("client stopped answering pings")
 
 // getStream is a session's standalone GET stream.
 type getStream struct {
-	*sseStream
+	sseStream
 	sess    *session
 	tracker *heartbeat.Tracker
 	beat    *heartbeat.Entry // its heartbeat; nil when heartbeats are off
-	done    chan struct{}    // closed when the handler has exited
+	// wake is the idle stream's one signal, for everything but a message:
+	// the stream ended, its heartbeat is due (beat.Fired) or was
+	// triggered, the session's queues were made.
+	wake chan struct{}
+	// done is closed once the handler has exited (gone); it is made only
+	// when someone waits for that (exited). Both are guarded by mu.
+	done chan struct{}
+	gone bool
 	lease   sessionstore.Lease
 	pingIDs []int64 // guarded by sess.calls.mu
 
@@ -143,14 +150,16 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 		return nil, nil, errStore(err)
 	}
 	g := &getStream{
-		sseStream: newSSEStream(r.Context(), w, h.cfg.WriteTimeout),
-		sess:      sess,
-		tracker:   heartbeat.NewTracker(h.cfg.MissedPongLimit),
-		done:      make(chan struct{}),
-		lease:     lease,
+		sess:    sess,
+		tracker: heartbeat.NewTracker(h.cfg.MissedPongLimit),
+		wake:    make(chan struct{}, 1),
+		lease:   lease,
 	}
+	// Only with replicas does the stream need a context of its own (store
+	// calls it ends must be cut short); alone it watches the request's.
+	g.init(r.Context(), w, h.cfg.WriteTimeout, h.shared, g.wake)
 	if h.sched != nil {
-		g.beat = h.sched.Add(h.beatInterval())
+		g.beat = h.sched.AddSignal(h.beatInterval(), g.wake)
 	}
 	sess.mu.Lock()
 	sess.get = g
@@ -211,7 +220,7 @@ func (h *Handler) awaitExit(ctx context.Context, g *getStream, d time.Duration) 
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-g.done:
+	case <-g.exited():
 		return true
 	case <-t.C:
 		return false
@@ -242,7 +251,7 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 		case <-pong:
 			t.Stop()
 			return false
-		case <-old.done:
+		case <-old.exited():
 			t.Stop()
 			return true
 		case <-ctx.Done():
@@ -276,10 +285,8 @@ func (h *Handler) runGet(g *getStream) {
 		}
 	}()
 	h.getStreams.Add(1)
-	var tick <-chan struct{}
 	if g.beat != nil {
 		defer g.beat.Remove()
-		tick = g.beat.Due()
 	}
 	defer func() {
 		g.close(errStreamClosed)
@@ -307,28 +314,29 @@ func (h *Handler) runGet(g *getStream) {
 			sess.ensurePump(false)
 		}
 		h.getStreams.Add(-1)
-		close(g.done)
+		g.markExited()
 	}()
 
 	if g.subs.session != nil {
 		bus.msgs = g.subs.session.Messages()
 		bus.stream = g.subs.stream.Messages()
 	}
-	if err := g.start(sess.id); err != nil {
+	// The stream's headers say no more than they must: each one costs
+	// every idle stream memory (here and in the client), and the client
+	// knows its session.
+	if err := g.start(""); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
-			g.w.Header().Del(headerSessionID)
 			writeFailure(g.w, h.goneAnswer())
 		}
 		return
 	}
 	// The session's queues are made when something is first sent to it;
-	// an idle stream waits for that instead of making them.
+	// an idle stream is woken for that instead of making them.
 	var notes chan mcp.JSONRPCNotification
 	var reqs chan []byte
-	made := sess.qMade
 	if q := sess.q.Load(); q != nil {
-		notes, reqs, made = q.notifications, q.requests, nil
+		notes, reqs = q.notifications, q.requests
 	}
 	carry := sess.takeCarry()
 	for i, msg := range carry {
@@ -344,16 +352,23 @@ func (h *Handler) runGet(g *getStream) {
 		select {
 		case <-g.ctx.Done():
 			return
-		case <-made:
-			q := sess.q.Load()
-			notes, reqs, made = q.notifications, q.requests, nil
-			continue
 		case n := <-notes:
 			if msg = h.encodeNotification(sess.id, n); msg == nil {
 				continue
 			}
 		case msg = <-reqs:
-		case <-tick:
+		case <-g.wake:
+			if g.ended.Load() {
+				return
+			}
+			if notes == nil {
+				if q := sess.q.Load(); q != nil {
+					notes, reqs = q.notifications, q.requests
+				}
+			}
+			if g.beat == nil || !g.beat.Fired() {
+				continue
+			}
 			if g.tracker.Dead() && !bus.storeDown && !bus.renewing {
 				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",
 					"session", sess.id, "unanswered_pings", g.tracker.Unanswered())
@@ -421,6 +436,30 @@ func (h *Handler) runGet(g *getStream) {
 			sess.requeue(msg)
 			return
 		}
+	}
+}
+
+// exited returns a channel that is closed once the stream's handler has
+// exited.
+func (g *getStream) exited() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done == nil {
+		g.done = make(chan struct{})
+		if g.gone {
+			close(g.done)
+		}
+	}
+	return g.done
+}
+
+// markExited records that the stream's handler has exited.
+func (g *getStream) markExited() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gone = true
+	if g.done != nil {
+		close(g.done)
 	}
 }
 

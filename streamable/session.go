@@ -112,6 +112,10 @@ func (s *session) queues() *sessionQueues {
 			requests:      make(chan []byte, s.h.cfg.QueueSize),
 		})
 		close(s.qMade)
+		// A stream that found no queues waits to be told.
+		if g := s.liveGet(); g != nil {
+			g.signal()
+		}
 	})
 	return s.q.Load()
 }
@@ -237,7 +241,7 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	}
 	if g != nil {
 		g.close(cause)
-		exits = append(exits, g.done)
+		exits = append(exits, g.exited())
 	}
 	return true, exits
 }

@@ -18,26 +18,77 @@ var errStreamClosed = errors.New("stream closed")
 // upgraded POST response. Only the handler goroutine that owns the response
 // writes to it; close may be called from any goroutine and interrupts a
 // write that is blocked on the network.
+//
+// A stream ends when it is closed or a write fails (ended, with a cause),
+// or when its request's context ends. Its owner learns of the first from
+// wake, of the second from ctx.
 type sseStream struct {
 	w  http.ResponseWriter
-	rc *http.ResponseController
+	rc http.ResponseController
 
+	// ctx is the request's context, or one derived from it that the
+	// stream's end cancels (cancel is then set).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// wake, when set, gets a signal (without blocking) when the stream ends.
+	wake chan<- struct{}
 
 	mu           sync.Mutex // guards the fields below and the write deadline
 	writeTimeout time.Duration
 	closed       bool
+	cause        error     // why the stream ended, once it has
 	writing      bool      // a write is in progress
 	opening      bool      // the write in progress is the SSE opening
 	since        time.Time // when the write in progress began
 	started      bool      // something was written: the response has begun
 	failed       atomic.Bool
+	ended        atomic.Bool // closed or failed: cause is set
 }
 
+// newSSEStream returns a stream whose context, derived from parent, ends
+// with it.
 func newSSEStream(parent context.Context, w http.ResponseWriter, writeTimeout time.Duration) *sseStream {
-	ctx, cancel := context.WithCancelCause(parent)
-	return &sseStream{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout, ctx: ctx, cancel: cancel}
+	s := &sseStream{}
+	s.init(parent, w, writeTimeout, true, nil)
+	return s
+}
+
+// init prepares s on w. With derive, s.ctx is derived from parent and ends
+// with the stream; without, it is parent itself (the stream's end is seen
+// on wake only), which costs the request's context no child.
+func (s *sseStream) init(parent context.Context, w http.ResponseWriter, writeTimeout time.Duration, derive bool, wake chan<- struct{}) {
+	s.w, s.rc, s.writeTimeout, s.wake = w, *http.NewResponseController(w), writeTimeout, wake
+	s.ctx = parent
+	if derive {
+		s.ctx, s.cancel = context.WithCancelCause(parent)
+	}
+}
+
+// end records that the stream ended with cause (the first cause wins) and
+// tells its owner. Callers hold s.mu.
+func (s *sseStream) end(cause error) {
+	if s.ended.Load() {
+		return
+	}
+	s.cause = cause
+	s.ended.Store(true)
+	if s.cancel != nil {
+		s.cancel(cause)
+	}
+	s.signal()
+}
+
+// err reports why the stream ended, or nil while it has not.
+func (s *sseStream) err() error {
+	if s.ended.Load() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cause
+	}
+	if s.ctx.Err() != nil {
+		return context.Cause(s.ctx)
+	}
+	return nil
 }
 
 // start writes the SSE headers and, in the same flush, the events first,
@@ -114,8 +165,9 @@ func (s *sseStream) comment(text string) error {
 func (s *sseStream) write(fn func() error) error {
 	s.mu.Lock()
 	if s.closed {
+		cause := s.cause
 		s.mu.Unlock()
-		return context.Cause(s.ctx)
+		return cause
 	}
 	s.writing = true
 	s.since = time.Now()
@@ -129,6 +181,10 @@ func (s *sseStream) write(fn func() error) error {
 		err = s.rc.Flush()
 	}
 
+	if err != nil {
+		err = fmt.Errorf("sse write: %w", err)
+		s.failed.Store(true)
+	}
 	s.mu.Lock()
 	s.writing = false
 	s.started = true
@@ -137,12 +193,10 @@ func (s *sseStream) write(fn func() error) error {
 		// next request of a kept-alive connection.
 		_ = s.rc.SetWriteDeadline(time.Time{})
 	}
-	s.mu.Unlock()
 	if err != nil {
-		err = fmt.Errorf("sse write: %w", err)
-		s.failed.Store(true)
-		s.cancel(err)
+		s.end(err)
 	}
+	s.mu.Unlock()
 	return err
 }
 
@@ -155,7 +209,7 @@ func (s *sseStream) close(cause error) {
 		return
 	}
 	s.closed = true
-	s.cancel(cause)
+	s.end(cause)
 	switch {
 	case s.writing && !s.opening:
 		// Interrupt the blocked write now. (The opening comment of an SSE
@@ -173,7 +227,7 @@ func (s *sseStream) close(cause error) {
 // dying reports whether the stream can no longer deliver: closed, its
 // request gone, or a write failed.
 func (s *sseStream) dying() bool {
-	return s.ctx.Err() != nil || s.failed.Load()
+	return s.ended.Load() || s.ctx.Err() != nil
 }
 
 // begun reports whether the response has begun.
@@ -200,4 +254,14 @@ func (s *sseStream) squeeze(d time.Duration) bool {
 		_ = s.rc.SetWriteDeadline(s.since.Add(d))
 	}
 	return true
+}
+
+// signal wakes the stream's owner (without blocking; signals coalesce).
+func (s *sseStream) signal() {
+	if s.wake != nil {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
 }
