@@ -135,19 +135,24 @@ type Idle struct {
 	HeapPerSession      float64
 	GoroutinesPerStream float64 // open GET streams, over the sessions alone
 	HeapPerStream       float64
-	RSSPerStream        float64
+	// StackPerStream is the goroutine stacks' share (StackInuse) per open
+	// GET stream, which HeapPerStream does not count.
+	StackPerStream float64
+	RSSPerStream   float64
 	// CPUPerMin is process CPU seconds per minute with the streams idle and
 	// the heartbeat on.
 	CPUPerMin float64
 }
 
-func settle() (int, uint64) {
+// settle collects garbage twice and returns the goroutine count, HeapAlloc
+// and StackInuse.
+func settle() (goroutines int, heap, stack uint64) {
 	runtime.GC()
 	time.Sleep(100 * time.Millisecond)
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return runtime.NumGoroutine(), ms.HeapAlloc
+	return runtime.NumGoroutine(), ms.HeapAlloc, ms.StackInuse
 }
 
 func rss() float64 {
@@ -170,8 +175,8 @@ func cpuTime() time.Duration {
 }
 
 // MeasureIdle initializes n sessions, opens a GET stream on each with a raw
-// GET whose body is never read, and measures goroutines, heap and RSS before
-// and after, then process CPU over window. The plain peer has no sessions:
+// GET whose body is never read, and measures goroutines, heap, goroutine
+// stacks and RSS before and after, then process CPU over window. The plain peer has no sessions:
 // it gets n bare GETs, its numbers are net/http's own cost of a held stream.
 func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 	res := Idle{N: n}
@@ -180,7 +185,7 @@ func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 	getTr.ResponseHeaderTimeout = 20 * time.Second
 	defer tr.CloseIdleConnections()
 	ctx := context.Background()
-	g0, h0 := settle()
+	g0, h0, _ := settle()
 	clients := make([]*Client, n)
 	var initErr atomic.Value
 	parallel(n, 32, func(i int) {
@@ -196,7 +201,7 @@ func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 	if err, ok := initErr.Load().(error); ok {
 		return res, err
 	}
-	g1, h1 := settle()
+	g1, h1, s1 := settle()
 	r1 := rss()
 	bodies := make([]*http.Response, n)
 	var getErr atomic.Value
@@ -224,7 +229,7 @@ func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 		err, _ := getErr.Load().(error)
 		return res, fmt.Errorf("no GET stream opened: %v", err)
 	}
-	g2, h2 := settle()
+	g2, h2, s2 := settle()
 	r2 := rss()
 	if p.Sessions {
 		res.GoroutinesPerSess = float64(g1-g0) / float64(n)
@@ -232,6 +237,7 @@ func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 	}
 	res.GoroutinesPerStream = float64(g2-g1) / float64(res.Opened)
 	res.HeapPerStream = (float64(h2) - float64(h1)) / float64(res.Opened)
+	res.StackPerStream = (float64(s2) - float64(s1)) / float64(res.Opened)
 	res.RSSPerStream = (r2 - r1) / float64(res.Opened)
 	if window > 0 {
 		c0 := cpuTime()
@@ -374,7 +380,7 @@ func MeasureStalled(p *Peer, limit time.Duration) (Stalled, error) {
 		return res, err
 	}
 	_, _, _ = c.Call(ctx, "logging/setLevel", map[string]any{"level": "debug"})
-	g0, _ := settle()
+	g0, _, _ := settle()
 	host := strings.TrimPrefix(p.URL, "http://")
 	host, path, _ := strings.Cut(host, "/")
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
