@@ -29,8 +29,8 @@ type getStream struct {
 	wake chan struct{}
 	// done is closed once the handler has exited (gone); it is made only
 	// when someone waits for that (exited). Both are guarded by mu.
-	done chan struct{}
-	gone bool
+	done    chan struct{}
+	gone    bool
 	lease   sessionstore.Lease
 	pingIDs []int64 // guarded by sess.calls.mu
 
