@@ -84,8 +84,13 @@ const corsMaxAgeSeconds = 600
 // arrivedOnLoopback reports whether the request came in on a loopback
 // listener address.
 func arrivedOnLoopback(r *http.Request) bool {
-	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && addr != nil && isLoopbackHost(addr.String())
+	switch addr := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		return addr != nil && addr.IP.IsLoopback()
+	case net.Addr:
+		return addr != nil && isLoopbackHost(addr.String())
+	}
+	return false
 }
 
 // isLoopbackHost reports whether hostport names this machine: "localhost"

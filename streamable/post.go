@@ -1,9 +1,7 @@
 package streamable
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,16 +10,6 @@ import (
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
-
-// envelope is what the transport reads of a JSON-RPC message to route it.
-type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
@@ -113,41 +101,48 @@ func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
 	return sess != nil && sess.active() && sess.calls.deliverIssued(env.ID, env.Result, env.Error)
 }
 
+// readBody reads the request body, at most MaxBodyBytes of it: a body
+// declared or found larger is refused (413).
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	limit := h.cfg.MaxBodyBytes
+	if n := r.ContentLength; n > limit {
+		return nil, errBodyTooLarge(limit)
+	} else if n >= 0 {
+		// net/http delivers no more than the declared length: read it
+		// into a buffer of that size, the final EOF included.
+		body, err := readFull(r.Body, make([]byte, 0, n+1))
+		if err != nil {
+			return nil, errParse("reading the request body: " + err.Error())
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, errBodyTooLarge(h.cfg.MaxBodyBytes)
+		return nil, errBodyTooLarge(limit)
 	case err != nil:
 		return nil, errParse("reading the request body: " + err.Error())
 	}
 	return body, nil
 }
 
-// parseEnvelope checks that body is one well-formed JSON-RPC message.
-func parseEnvelope(body []byte) (envelope, *failure) {
-	var env envelope
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return env, errParse("the request body is empty")
+// readFull reads r to EOF, appending to buf, which grows only if r holds
+// more than its capacity.
+func readFull(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
 	}
-	if trimmed[0] == '[' {
-		return env, errInvalidMessage("JSON-RPC batches are not supported; send one message per POST")
-	}
-	if err := json.Unmarshal(trimmed, &env); err != nil {
-		return env, errParse("the body is not a JSON-RPC message: " + err.Error())
-	}
-	if env.JSONRPC != mcp.JSONRPC_VERSION {
-		return env, errInvalidMessage(`"jsonrpc" must be "2.0"`)
-	}
-	if string(env.ID) == "null" {
-		env.ID = nil
-	}
-	if env.Method == "" && (len(env.ID) == 0 || (len(env.Result) == 0 && len(env.Error) == 0)) {
-		return env, errInvalidMessage("a message needs a method, or an id with a result or an error")
-	}
-	return env, nil
 }
 
 // initialize creates a session, registers it with the MCPServer and answers

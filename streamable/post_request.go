@@ -191,7 +191,11 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		// interruptible writer.
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(b)))
+		if len(b) > unchunkedResponse {
+			// Below this net/http counts the length itself, more
+			// cheaply than a header set here.
+			h.Set("Content-Length", strconv.Itoa(len(b)))
+		}
 		if id := p.sess.headerID(); id != "" {
 			h.Set(headerSessionID, id)
 		}
@@ -237,3 +241,8 @@ func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.R
 // smallResponse is the largest JSON answer written without a deadline: it
 // fits net/http's 4 KiB write buffer, so the handler cannot block on it.
 const smallResponse = 4 << 10
+
+// unchunkedResponse is the most a handler can write, without flushing, and
+// still have net/http send it with a Content-Length it computes itself (its
+// buffer before chunking).
+const unchunkedResponse = 2048

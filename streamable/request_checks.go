@@ -1,7 +1,6 @@
 package streamable
 
 import (
-	"mime"
 	"net/http"
 	"strings"
 )
@@ -28,16 +27,17 @@ func checkProtocolVersion(r *http.Request) *failure {
 }
 
 // accepts reports whether the Accept header lists mediaType (or a wildcard
-// covering it).
+// covering it). Media types compare case-insensitively; parameters (q=...)
+// are ignored.
 func accepts(r *http.Request, mediaType string) bool {
 	major, _, _ := strings.Cut(mediaType, "/")
 	for _, line := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(line, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
+			mt := bareMediaType(part)
+			if strings.EqualFold(mt, mediaType) || mt == "*/*" {
+				return true
 			}
-			if mt == mediaType || mt == "*/*" || mt == major+"/*" {
+			if m, sub, ok := strings.Cut(mt, "/"); ok && sub == "*" && strings.EqualFold(m, major) {
 				return true
 			}
 		}
@@ -47,8 +47,14 @@ func accepts(r *http.Request, mediaType string) bool {
 
 // isJSONContent reports whether the request's Content-Type is application/json.
 func isJSONContent(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == "application/json"
+	return strings.EqualFold(bareMediaType(r.Header.Get("Content-Type")), "application/json")
+}
+
+// bareMediaType is a media type without its parameters or surrounding
+// space.
+func bareMediaType(v string) string {
+	mt, _, _ := strings.Cut(v, ";")
+	return strings.TrimSpace(mt)
 }
 
 // visibleASCII reports whether id is non-empty and only 0x21-0x7E, as the

@@ -1,0 +1,198 @@
+package streamable
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// envelope is what the transport reads of a JSON-RPC message to route it.
+// Its raw members alias the request body.
+type envelope struct {
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
+	Params  json.RawMessage
+	Result  json.RawMessage
+	Error   json.RawMessage
+}
+
+// parseEnvelope checks that body is one well-formed JSON-RPC message and
+// reads the members routing needs. It validates the whole body but decodes
+// only those members (the MCPServer decodes the message itself), matching
+// member names as encoding/json does: exactly or else case-insensitively,
+// the last of duplicates winning.
+func parseEnvelope(body []byte) (envelope, *failure) {
+	var env envelope
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return env, errParse("the request body is empty")
+	}
+	if trimmed[0] == '[' {
+		return env, errInvalidMessage("JSON-RPC batches are not supported; send one message per POST")
+	}
+	if !json.Valid(trimmed) {
+		// Decoded again only to say what is wrong.
+		var v any
+		err := json.Unmarshal(trimmed, &v)
+		if err == nil { // unreachable: Valid and Unmarshal agree
+			return env, errParse("the body is not valid JSON")
+		}
+		return env, errParse("the body is not a JSON-RPC message: " + err.Error())
+	}
+	if trimmed[0] != '{' {
+		return env, errInvalidMessage("a JSON-RPC message is a JSON object")
+	}
+	if f := env.read(trimmed); f != nil {
+		return env, f
+	}
+	if env.JSONRPC != mcp.JSONRPC_VERSION {
+		return env, errInvalidMessage(`"jsonrpc" must be "2.0"`)
+	}
+	if string(env.ID) == "null" {
+		env.ID = nil
+	}
+	if env.Method == "" && (len(env.ID) == 0 || (len(env.Result) == 0 && len(env.Error) == 0)) {
+		return env, errInvalidMessage("a message needs a method, or an id with a result or an error")
+	}
+	return env, nil
+}
+
+// read fills env from obj, a valid JSON object.
+func (env *envelope) read(obj []byte) *failure {
+	for i := 1; ; {
+		i = skipSpace(obj, i)
+		if obj[i] == '}' {
+			return nil
+		}
+		keyEnd := skipString(obj, i)
+		key := obj[i:keyEnd]
+		i = skipSpace(obj, keyEnd) + 1 // past ':'
+		i = skipSpace(obj, i)
+		valEnd := skipValue(obj, i)
+		if f := env.set(key, obj[i:valEnd]); f != nil {
+			return f
+		}
+		i = skipSpace(obj, valEnd)
+		if obj[i] == ',' {
+			i++
+		}
+	}
+}
+
+// set stores value, a valid JSON value, in the member named by key, a JSON
+// string; a member routing does not need is ignored.
+func (env *envelope) set(key, value []byte) *failure {
+	name := unquote(key)
+	switch {
+	case memberIs(name, "jsonrpc"):
+		return setString(&env.JSONRPC, value, `"jsonrpc" must be "2.0"`)
+	case memberIs(name, "method"):
+		return setString(&env.Method, value, `"method" must be a string`)
+	case memberIs(name, "id"):
+		env.ID = value
+	case memberIs(name, "params"):
+		env.Params = value
+	case memberIs(name, "result"):
+		env.Result = value
+	case memberIs(name, "error"):
+		env.Error = value
+	}
+	return nil
+}
+
+// memberIs reports whether a member name selects the field named field,
+// as encoding/json decides it for a struct.
+func memberIs(name []byte, field string) bool {
+	return string(name) == field || bytes.EqualFold(name, []byte(field))
+}
+
+// setString stores a JSON string value in *dst; null leaves it as it is
+// (as encoding/json does), anything else is the invalid-message failure
+// saying what.
+func setString(dst *string, value []byte, what string) *failure {
+	switch value[0] {
+	case 'n':
+		return nil
+	case '"':
+		*dst = string(unquote(value))
+		return nil
+	}
+	return errInvalidMessage(what)
+}
+
+// unquote returns the characters of s, a valid JSON string, as
+// encoding/json decodes them (invalid UTF-8 becomes U+FFFD).
+func unquote(s []byte) []byte {
+	inner := s[1 : len(s)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return inner
+	}
+	var out string
+	if err := json.Unmarshal(s, &out); err != nil {
+		return inner // unreachable for a valid string
+	}
+	return []byte(out)
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at i.
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the valid JSON value starting at i.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}

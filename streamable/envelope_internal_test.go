@@ -1,0 +1,83 @@
+package streamable
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// stdEnvelope is the envelope as encoding/json decodes it: the oracle for
+// parseEnvelope's own reading of the members.
+type stdEnvelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+var envelopeSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+	` {"jsonrpc" : "2.0" , "id" : "a\"b" , "method" : "ping" } `,
+	`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"}]{["}]}}`,
+	`{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"no"}}`,
+	`{"JSONRPC":"2.0","Method":"ping","ID":3}`,
+	`{"jsonrpc":"2.0","method":"a","method":"b","id":1}`,
+	`{"jsonrpc":"2.0","METHOD":"a","method":"b","Method":"c"}`,
+	`{"jsonrpc":"2.0","m\u0065thod":"esc\u00e9\n","id":-1.5e3}`,
+	`{"jsonrpc":null,"method":null}`,
+	`{"jsonrpc":"2.0","method":"x","params":[1,"]",{"a":[{}]}],"extra":true,"id":false}`,
+	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	`{}`,
+	`{"a":{"b":{"c":"\\"}}}`,
+	`{"jsonrpc":"2.0","ſ":1,"method":"K"}`,
+	`{"jſonrpc":"2.0","meThod":"x"}`,
+	`{"jsonrpc":"2.0","id":1,"method":1}`,
+	`{"jsonrpc":2,"id":1,"method":"x"}`,
+	`[1]`, `null`, `"x"`, `12`, `{"a":1`, `{"a":1}}`, `hello`, ``,
+}
+
+// FuzzParseEnvelope checks parseEnvelope against encoding/json: on every
+// body encoding/json decodes into the envelope, parseEnvelope reads the
+// same members; on every body that is not valid JSON it answers a parse
+// error; it never panics.
+func FuzzParseEnvelope(f *testing.F) {
+	for _, s := range envelopeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		env, fail := parseEnvelope(body)
+		trimmed := bytes.TrimSpace(body)
+		if !json.Valid(trimmed) {
+			if fail == nil {
+				t.Fatalf("%q: invalid JSON accepted", body)
+			}
+			return
+		}
+		var want stdEnvelope
+		if err := json.Unmarshal(trimmed, &want); err != nil || trimmed[0] != '{' {
+			// Not an object, or a member of the wrong type: refused
+			// either way (encoding/json refuses it as a type error).
+			if fail == nil && trimmed[0] != '{' {
+				t.Fatalf("%q: a body that is not an object accepted", body)
+			}
+			return
+		}
+		// Read the members directly, before parseEnvelope's checks.
+		var got envelope
+		if f := got.read(trimmed); f != nil {
+			t.Fatalf("%q: read failed: %v", body, f.message)
+		}
+		if got.JSONRPC != want.JSONRPC || got.Method != want.Method ||
+			!rawEqual(got.ID, want.ID) || !rawEqual(got.Params, want.Params) ||
+			!rawEqual(got.Result, want.Result) || !rawEqual(got.Error, want.Error) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", body, got, want)
+		}
+		if fail == nil && (env.JSONRPC != "2.0" || (env.Method == "" && len(env.ID) == 0)) {
+			t.Fatalf("%q: accepted an envelope that is not a message: %+v", body, env)
+		}
+	})
+}
+
+func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
