@@ -90,6 +90,10 @@ func (env *envelope) set(key, value []byte) *failure {
 	case memberIs(name, "jsonrpc"):
 		return setString(&env.JSONRPC, value, `"jsonrpc" must be "2.0"`)
 	case memberIs(name, "method"):
+		if value[0] == '"' {
+			env.Method = methodName(unquote(value))
+			return nil
+		}
 		return setString(&env.Method, value, `"method" must be a string`)
 	case memberIs(name, "id"):
 		env.ID = value
@@ -101,6 +105,28 @@ func (env *envelope) set(key, value []byte) *failure {
 		env.Error = value
 	}
 	return nil
+}
+
+// methodName returns b as a string, without a copy for the methods
+// clients send most.
+func methodName(b []byte) string {
+	switch string(b) {
+	case string(mcp.MethodToolsCall):
+		return string(mcp.MethodToolsCall)
+	case string(mcp.MethodToolsList):
+		return string(mcp.MethodToolsList)
+	case string(mcp.MethodPing):
+		return string(mcp.MethodPing)
+	case string(mcp.MethodInitialize):
+		return string(mcp.MethodInitialize)
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case string(mcp.MethodResourcesRead):
+		return string(mcp.MethodResourcesRead)
+	case string(mcp.MethodPromptsGet):
+		return string(mcp.MethodPromptsGet)
+	}
+	return string(b)
 }
 
 // memberIs reports whether a member name selects the field named field,

@@ -21,26 +21,25 @@ import (
 // SSE and writes as they come (keep-alives included); the writer is joined
 // before the answer is written, so the last message before it is never lost.
 func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
+	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
+	defer cancel(nil)
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess}
 	// The whole request, response included, is work the session's
-	// termination waits for (and interrupts).
-	if !sess.beginWork() {
+	// termination waits for and interrupts: it cancels the request (its
+	// stream is closed by the termination itself).
+	if !sess.beginWork(p) {
 		writeFailure(w, h.goneAnswer())
 		return
 	}
-	defer sess.endWork()
-	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
-	defer cancel(nil)
-	// The session's end cancels the request (its stream is closed by the
-	// termination itself).
-	stopCancel := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
-	defer stopCancel()
+	defer sess.endWork(p)
 
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess}
-	p.rs = newRequestSession(sess, p.startWriter)
+	start := p.startWriter // one func value for both uses
+	p.rs = &p.ownSession
+	p.rs.init(sess, start)
 	defer p.finish()
 	var keepalive *time.Timer
 	if h.cfg.HeartbeatInterval > 0 {
-		keepalive = time.AfterFunc(h.cfg.HeartbeatInterval, p.startWriter)
+		keepalive = time.AfterFunc(h.cfg.HeartbeatInterval, start)
 	}
 	resp := h.handle(ctx, p.rs, env.ID, body)
 	if keepalive != nil {
@@ -58,7 +57,12 @@ type postStream struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc // ends the request
 	sess   *session
-	rs     *requestSession
+	rs     *requestSession // &ownSession
+
+	ownSession requestSession
+	// The session's running requests, a list termination walks: guarded by
+	// sess.mu.
+	prevWork, nextWork *postStream
 
 	// Written by the writer goroutine while it runs, else by the handler.
 	sse  *sseStream

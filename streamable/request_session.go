@@ -28,10 +28,10 @@ type requestSession struct {
 	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
 }
 
-// newRequestSession returns the request's session; onFirstUse runs once,
+// init prepares r as a request's session on s; onFirstUse runs once,
 // after the queues are made (it starts the request's writer).
-func newRequestSession(s *session, onFirstUse func()) *requestSession {
-	return &requestSession{session: s, ready: make(chan struct{}, 1), onFirstUse: onFirstUse}
+func (r *requestSession) init(s *session, onFirstUse func()) {
+	r.session, r.ready, r.onFirstUse = s, make(chan struct{}, 1), onFirstUse
 }
 
 // queues makes the request's queues on first use and returns them.

@@ -53,13 +53,14 @@ type session struct {
 	life  sync.Mutex // serializes creation and GET admission with termination
 	state atomic.Int32
 
-	mu    sync.Mutex // guards the fields below
-	get   *getStream
-	carry [][]byte // messages a failed stream took but could not write
-	posts map[*sseStream]struct{}
-	work  int           // running POST requests
-	idle  chan struct{} // closed when work drops to zero while terminating
-	ended chan struct{} // closed when the session is terminated
+	mu      sync.Mutex // guards the fields below
+	get     *getStream
+	carry   [][]byte // messages a failed stream took but could not write
+	posts   map[*sseStream]struct{}
+	work    int           // running POST requests
+	running *postStream   // the running requests, linked by prevWork/nextWork
+	idle    chan struct{} // closed when work drops to zero while terminating
+	ended   chan struct{} // closed when the session is terminated
 
 	calls callTable
 
@@ -161,20 +162,35 @@ func (s *session) liveGet() *getStream {
 	return s.get
 }
 
-// beginWork registers a POST worker; it fails once the session terminates.
-func (s *session) beginWork() bool {
+// beginWork registers a running request, which termination cancels and
+// waits for; it fails once the session terminates.
+func (s *session) beginWork(p *postStream) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.active() {
 		return false
 	}
 	s.work++
+	p.nextWork = s.running
+	if s.running != nil {
+		s.running.prevWork = p
+	}
+	s.running = p
 	return true
 }
 
-func (s *session) endWork() {
+func (s *session) endWork(p *postStream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if p.prevWork != nil {
+		p.prevWork.nextWork = p.nextWork
+	} else {
+		s.running = p.nextWork
+	}
+	if p.nextWork != nil {
+		p.nextWork.prevWork = p.prevWork
+	}
+	p.prevWork, p.nextWork = nil, nil
 	s.work--
 	if s.work == 0 && s.idle != nil {
 		close(s.idle)
@@ -227,6 +243,10 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	for st := range s.posts {
 		posts = append(posts, st)
 	}
+	var running []*postStream
+	for p := s.running; p != nil; p = p.nextWork {
+		running = append(running, p)
+	}
 	if s.work > 0 {
 		s.idle = make(chan struct{})
 		exits = append(exits, s.idle)
@@ -236,6 +256,9 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	}
 	s.mu.Unlock()
 
+	for _, p := range running {
+		p.cancel(cause)
+	}
 	for _, st := range posts {
 		st.close(cause)
 	}

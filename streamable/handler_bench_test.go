@@ -1,0 +1,121 @@
+package streamable_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/streamable"
+)
+
+// BenchmarkServePost measures what the transport's handler costs per
+// tools/call answered as JSON, without a network or a client: the request
+// is handed to ServeHTTP as net/http would hand it (a fresh cancellable
+// context per request, the listener's address in it). The floor is the
+// same MCPServer's HandleMessage with the answer marshalled and written,
+// which any transport on mcp-go pays; the difference is the transport's.
+func BenchmarkServePost(b *testing.B) {
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	request := func(id string) (*http.Request, context.CancelFunc) {
+		ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
+		ctx, cancel := context.WithCancel(ctx)
+		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(call)))
+		r.ContentLength = int64(len(call))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if id != "" {
+			r.Header.Set("Mcp-Session-Id", id)
+		}
+		return r, cancel
+	}
+
+	b.Run("lifeline", func(b *testing.B) {
+		h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
+			HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		defer h.Close()
+		id := benchInitialize(b, h, request)
+		w := &sinkWriter{h: http.Header{}}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			r, cancel := request(id)
+			w.reset()
+			h.ServeHTTP(w, r)
+			cancel()
+			if w.status != http.StatusOK {
+				b.Fatalf("status %d: %s", w.status, w.body.String())
+			}
+		}
+	})
+	b.Run("floor", func(b *testing.B) {
+		s := demotools.NewServer("bench", "1")
+		w := &sinkWriter{h: http.Header{}}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			r, cancel := request("")
+			w.reset()
+			body, _ := io.ReadAll(r.Body)
+			resp := s.HandleMessage(r.Context(), body)
+			out, _ := json.Marshal(resp)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(out)
+			cancel()
+		}
+	})
+}
+
+// benchInitialize runs initialize through h and returns the session id.
+func benchInitialize(b *testing.B, h http.Handler, request func(string) (*http.Request, context.CancelFunc)) string {
+	b.Helper()
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
+	r, cancel := request("")
+	defer cancel()
+	r.Body = io.NopCloser(bytes.NewReader([]byte(init)))
+	r.ContentLength = int64(len(init))
+	w := &sinkWriter{h: http.Header{}}
+	h.ServeHTTP(w, r)
+	id := w.h.Get("Mcp-Session-Id")
+	if w.status != http.StatusOK || id == "" {
+		b.Fatalf("initialize: status %d: %s", w.status, w.body.String())
+	}
+	return id
+}
+
+// sinkWriter is a reusable http.ResponseWriter that keeps the answer.
+type sinkWriter struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *sinkWriter) reset() {
+	clear(w.h)
+	w.status = 0
+	w.body.Reset()
+}
+
+func (w *sinkWriter) Header() http.Header { return w.h }
+
+func (w *sinkWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *sinkWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(p)
+}
