@@ -20,7 +20,7 @@ func (h *Handler) checkEdge(r *http.Request) *failure {
 	if loopbackConn && !h.cfg.DisableLocalhostProtection && !isLoopbackHost(r.Host) {
 		return errForbiddenHost(r.Host)
 	}
-	origin := r.Header.Get("Origin")
+	origin := headerValue(r.Header, "Origin")
 	if origin == "" || h.originAllowed(origin, loopbackConn) {
 		return nil
 	}
@@ -48,7 +48,7 @@ func (h *Handler) originAllowed(origin string, loopbackConn bool) bool {
 // request and answers a preflight. It reports whether the request was a
 // preflight and has been answered.
 func (h *Handler) applyCORS(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
+	origin := headerValue(r.Header, "Origin")
 	if origin == "" || len(h.cfg.AllowedOrigins) == 0 {
 		return false
 	}

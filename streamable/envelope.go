@@ -86,26 +86,59 @@ func (env *envelope) read(obj []byte) *failure {
 // string; a member routing does not need is ignored.
 func (env *envelope) set(key, value []byte) *failure {
 	name := unquote(key)
-	switch {
-	case memberIs(name, "jsonrpc"):
+	switch field := memberField(name); field {
+	case "jsonrpc":
 		return setString(&env.JSONRPC, value, `"jsonrpc" must be "2.0"`)
-	case memberIs(name, "method"):
+	case "method":
 		if value[0] == '"' {
 			env.Method = methodName(unquote(value))
 			return nil
 		}
 		return setString(&env.Method, value, `"method" must be a string`)
-	case memberIs(name, "id"):
+	case "id":
 		env.ID = value
-	case memberIs(name, "params"):
+	case "params":
 		env.Params = value
-	case memberIs(name, "result"):
+	case "result":
 		env.Result = value
-	case memberIs(name, "error"):
+	case "error":
 		env.Error = value
 	}
 	return nil
 }
+
+// memberField returns the envelope field a member name selects, as
+// encoding/json decides it for a struct (the exact name, or else one equal
+// under Unicode case folding), or "" for none.
+func memberField(name []byte) string {
+	var candidates []string
+	switch len(name) {
+	case 2:
+		candidates = []string{"id"}
+	case 5:
+		candidates = []string{"error"}
+	case 6:
+		candidates = []string{"method", "params", "result"}
+	default:
+		// Any other length may still fold to a field: folding the long s
+		// (U+017F) to "s" changes a name's length ("paramſ" is 7 bytes).
+		candidates = envelopeFields[:]
+	}
+	for _, f := range candidates {
+		if string(name) == f {
+			return f
+		}
+	}
+	for _, f := range candidates {
+		if bytes.EqualFold(name, []byte(f)) {
+			return f
+		}
+	}
+	return ""
+}
+
+// envelopeFields are the members parseEnvelope reads.
+var envelopeFields = [...]string{"jsonrpc", "method", "id", "params", "result", "error"}
 
 // methodName returns b as a string, without a copy for the methods
 // clients send most.
@@ -127,12 +160,6 @@ func methodName(b []byte) string {
 		return string(mcp.MethodPromptsGet)
 	}
 	return string(b)
-}
-
-// memberIs reports whether a member name selects the field named field,
-// as encoding/json decides it for a struct.
-func memberIs(name []byte, field string) bool {
-	return string(name) == field || bytes.EqualFold(name, []byte(field))
 }
 
 // setString stores a JSON string value in *dst; null leaves it as it is

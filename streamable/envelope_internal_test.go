@@ -33,6 +33,7 @@ var envelopeSeeds = []string{
 	`{"a":{"b":{"c":"\\"}}}`,
 	`{"jsonrpc":"2.0","ſ":1,"method":"K"}`,
 	`{"jſonrpc":"2.0","meThod":"x"}`,
+	`{"jsonrpc":"2.0","method":"x","paramſ":{"a":1},"reſult":2,"ERROR":3,"Id":4}`,
 	`{"jsonrpc":"2.0","id":1,"method":1}`,
 	`{"jsonrpc":2,"id":1,"method":"x"}`,
 	`[1]`, `null`, `"x"`, `12`, `{"a":1`, `{"a":1}}`, `hello`, ``,

@@ -204,7 +204,7 @@ func (h *Handler) snapshot() []*session {
 // is unknown, expired or terminated (503 for one terminating because the
 // server is shutting down). With touch, the request counts as activity.
 func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
-	id := r.Header.Get(headerSessionID)
+	id := headerValue(r.Header, headerSessionID)
 	if id == "" {
 		return nil, errMissingSessionID()
 	}

@@ -25,7 +25,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	if r.Header.Get(headerProtocolVersion) == modernVersion {
+	if headerValue(r.Header, headerProtocolVersion) == modernVersion {
 		h.serveModern(w, r, body)
 		return
 	}
@@ -93,7 +93,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 // It reports false when nothing here waits for the id; the response then
 // takes the normal path.
 func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
-	id := r.Header.Get(headerSessionID)
+	id := headerValue(r.Header, headerSessionID)
 	if id == "" {
 		return false
 	}
@@ -148,7 +148,7 @@ func readFull(r io.Reader, buf []byte) ([]byte, error) {
 // initialize creates a session, registers it with the MCPServer and answers
 // the initialize request with the session id in Mcp-Session-Id.
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
-	if r.Header.Get(headerSessionID) != "" {
+	if headerValue(r.Header, headerSessionID) != "" {
 		writeFailure(w, errInitializeWithSession())
 		return
 	}

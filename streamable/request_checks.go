@@ -5,6 +5,15 @@ import (
 	"strings"
 )
 
+// headerValue is r.Header.Get for a key already in canonical form, without
+// canonicalizing it again on every request.
+func headerValue(h http.Header, canonicalKey string) string {
+	if v := h[canonicalKey]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // supportedVersion reports whether this transport serves protocol version v.
 func supportedVersion(v string) bool {
 	switch v {
@@ -19,7 +28,7 @@ const supportedVersionList = "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
 // checkProtocolVersion rejects an MCP-Protocol-Version header naming a
 // version this transport does not serve. A missing header means 2025-03-26.
 func checkProtocolVersion(r *http.Request) *failure {
-	v := r.Header.Get(headerProtocolVersion)
+	v := headerValue(r.Header, headerProtocolVersion)
 	if v == "" || supportedVersion(v) {
 		return nil
 	}
@@ -31,7 +40,7 @@ func checkProtocolVersion(r *http.Request) *failure {
 // are ignored.
 func accepts(r *http.Request, mediaType string) bool {
 	major, _, _ := strings.Cut(mediaType, "/")
-	for _, line := range r.Header.Values("Accept") {
+	for _, line := range r.Header["Accept"] {
 		for part := range strings.SplitSeq(line, ",") {
 			mt := bareMediaType(part)
 			if strings.EqualFold(mt, mediaType) || mt == "*/*" {
@@ -47,7 +56,7 @@ func accepts(r *http.Request, mediaType string) bool {
 
 // isJSONContent reports whether the request's Content-Type is application/json.
 func isJSONContent(r *http.Request) bool {
-	return strings.EqualFold(bareMediaType(r.Header.Get("Content-Type")), "application/json")
+	return strings.EqualFold(bareMediaType(headerValue(r.Header, "Content-Type")), "application/json")
 }
 
 // bareMediaType is a media type without its parameters or surrounding
