@@ -31,3 +31,24 @@ func TestQuickThroughput(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestFloorThroughput checks that the floor answers a bench client's
+// initialize and JSON tools/call, and that its 405 on DELETE does not fail
+// a measurement (MeasureThroughput deletes its sessions at the end).
+func TestFloorThroughput(t *testing.T) {
+	p, err := StartPeer(Floor, Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Sessions || !p.JSONOnly {
+		t.Errorf("floor: Sessions %v JSONOnly %v, want false, true", p.Sessions, p.JSONOnly)
+	}
+	res, err := MeasureThroughput(p, 4, false, 30*time.Second, 200)
+	if err != nil {
+		t.Fatalf("floor: %v", err)
+	}
+	if res.Errors > 0 || res.Lat.N != 200 {
+		t.Errorf("floor: %d calls, %d errors (first %s)", res.Lat.N, res.Errors, res.FirstEr)
+	}
+}

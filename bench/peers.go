@@ -27,6 +27,7 @@ const (
 	Lifeline = "lifeline"
 	MCPGo    = "mcp-go"
 	GoSDK    = "go-sdk"
+	Floor    = "floor"
 	Plain    = "plain"
 )
 
@@ -54,9 +55,12 @@ type Peer struct {
 	// (the Go SDK answers JSON only on a handler with JSONResponse set, so
 	// it has a second one; for the others it is URL).
 	URL, JSONURL string
-	// Sessions is false for the plain handler: no session, GET stream,
-	// DELETE or notifications.
+	// Sessions is false for the plain handler and the floor: no session,
+	// GET stream, DELETE or notifications.
 	Sessions bool
+	// JSONOnly is true for the floor: it answers tools/call as JSON only
+	// (no SSE, no GET stream), so only its JSON throughput is measured.
+	JSONOnly bool
 	// Handler is lifeline's transport (nil for the others), for Stats.
 	Handler *streamable.Handler
 
@@ -135,6 +139,13 @@ func StartPeer(name string, o Options) (*Peer, error) {
 			return nil, err
 		}
 		p.JSONURL = strings.TrimSuffix(p.URL, "/mcp") + "/mcp-json"
+		return p, nil
+	case Floor:
+		p, err := serve(name, "/mcp", floorHandler{s: newMCPGoServer()}, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.Sessions, p.JSONOnly = false, true
 		return p, nil
 	case Plain:
 		p, err := serve(name, "/mcp", plainHandler{}, nil)
@@ -306,5 +317,45 @@ func (plainHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, msg.ID...)
 	out = append(out, res...)
+	_, _ = w.Write(out)
+}
+
+// floorSessionID is the Mcp-Session-Id the floor sets on every response, so
+// that a bench client's Initialize gets a session id to send.
+const floorSessionID = "floor"
+
+// floorHandler is the floor: stock mcp-go's MCPServer (the same
+// newMCPGoServer lifeline and stock mcp-go serve) behind the least HTTP
+// handling possible. A POST's body goes to HandleMessage as it is and the
+// result is written as JSON (202 without a body for a notification); every
+// other method gets 405. It has no sessions, validation, heartbeats or
+// streams: it is the most any transport built on mcp-go's MCPServer can reach
+// in this harness, the same MCPServer work without any transport work. It is
+// not a usable transport.
+type floorHandler struct{ s *server.MCPServer }
+
+// ServeHTTP answers one request as the floorHandler doc says.
+func (f floorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Mcp-Session-Id", floorSessionID)
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	res := f.s.HandleMessage(r.Context(), body)
+	if res == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
 }

@@ -2,41 +2,51 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/lifeline-mcp/lifeline/bench"
 )
 
 // renderSVG draws two panels of horizontal bars: tools/call req/s at 64
-// sessions (JSON) and heap per idle GET stream (client+server).
+// sessions (JSON), every peer, and heap per idle GET stream (client+server),
+// every peer but the floor, which has no GET stream.
 func renderSVG(res map[string]*peerResult) string {
 	type panel struct {
 		title string
+		names []string
 		unit  func(float64) string
 		val   func(*peerResult) (float64, bool)
 	}
+	streams := slices.DeleteFunc(slices.Clone(peers), func(p string) bool { return p == bench.Floor })
 	panels := []panel{
-		{"tools/call req/s, 64 sessions, JSON (higher is better)", func(v float64) string { return fmt.Sprintf("%.0f req/s", v) },
+		{"tools/call req/s, 64 sessions, JSON (higher is better)", peers, func(v float64) string { return fmt.Sprintf("%.0f req/s", v) },
 			func(r *peerResult) (float64, bool) { t, ok := r.thr["json-64"]; return t.RPS, ok }},
-		{"heap per idle GET stream, client+server (lower is better)", func(v float64) string { return fmt.Sprintf("%.1f KiB", v/1024) },
+		{"heap per idle GET stream, client+server (lower is better)", streams, func(v float64) string { return fmt.Sprintf("%.1f KiB", v/1024) },
 			func(r *peerResult) (float64, bool) { return r.idle.HeapPerStream, r.idleOK }},
 	}
-	colors := map[string]string{"lifeline": "#2b7a3d", "mcp-go": "#c0392b", "go-sdk": "#2c5aa0", "plain": "#888888"}
+	colors := map[string]string{"lifeline": "#2b7a3d", "mcp-go": "#c0392b", "go-sdk": "#2c5aa0", "floor": "#d68910", "plain": "#888888"}
 	const w, left, barW, barH, gap = 720, 110, 460, 22, 8
-	panelH := 30 + len(peers)*(barH+gap) + 16
+	panelH := func(n int) int { return 30 + n*(barH+gap) + 16 }
+	height := 10
+	for _, p := range panels {
+		height += panelH(len(p.names))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n", w, panelH*len(panels)+10)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n", w, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	for i, p := range panels {
-		y0 := i*panelH + 10
+	y0 := 10
+	for _, p := range panels {
 		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y0+16, p.title)
 		maxV := 0.0
-		for _, name := range peers {
+		for _, name := range p.names {
 			if r, ok := res[name]; ok {
 				if v, ok := p.val(r); ok && v > maxV {
 					maxV = v
 				}
 			}
 		}
-		for j, name := range peers {
+		for j, name := range p.names {
 			y := y0 + 30 + j*(barH+gap)
 			fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+16, name)
 			r, ok := res[name]
@@ -52,6 +62,7 @@ func renderSVG(res map[string]*peerResult) string {
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, max(bw, 1), barH, colors[name])
 			fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", left+max(bw, 1)+6, y+16, p.unit(v))
 		}
+		y0 += panelH(len(p.names))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
