@@ -9,8 +9,8 @@ import (
 )
 
 // A tool that sends a burst of notifications during its call (faster than
-// the request's writer starts) loses none of them while they fit in
-// RequestQueueSize (QueueSize by default): every one arrives on the call's
+// the request's writer starts, and far more than RequestQueueSize) loses
+// none of them: it waits for room, and every one arrives on the call's
 // response, before the result.
 func TestBurstOfNotificationsInACallArrivesWhole(t *testing.T) {
 	r := newRig(t, streamable.Config{})

@@ -21,7 +21,9 @@ const (
 	DefaultMaxSessions    = 10000
 	DefaultMaxBodyBytes   = 4 << 20
 	DefaultQueueSize      = 512
-	DefaultRetryAfter     = 5 * time.Second
+	// DefaultRequestQueueSize is Config.RequestQueueSize's default.
+	DefaultRequestQueueSize = 32
+	DefaultRetryAfter       = 5 * time.Second
 )
 
 // Disabled, given as HeartbeatInterval or IdleTTL, turns the feature off.
@@ -68,11 +70,12 @@ type Config struct {
 	QueueSize int
 	// RequestQueueSize bounds the queues of one request's own stream (a
 	// POST answered with SSE: progress and logging during a tool call, and
-	// server requests made during it), with the same overflow rules as
-	// QueueSize. They are made when the request first sends something; a
-	// tool that sends a burst fills them before the request's writer runs,
-	// so a smaller size saves memory per streaming request at the risk of
-	// refused notifications. Default QueueSize.
+	// server requests made during it). They are made when the request first
+	// sends something. A tool that sends faster than the stream's writer
+	// takes from a full queue waits for room, at most 1 s (a quarter of
+	// WriteTimeout if that is shorter); after that the notification is
+	// refused and the stream squeezed, as with QueueSize. A server request
+	// that finds the queue full fails at once. Default 32.
 	RequestQueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger
@@ -159,7 +162,7 @@ func (c Config) effective() Config {
 		c.QueueSize = DefaultQueueSize
 	}
 	if c.RequestQueueSize <= 0 {
-		c.RequestQueueSize = c.QueueSize
+		c.RequestQueueSize = DefaultRequestQueueSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -24,7 +24,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"MaxSessions", c.MaxSessions, 10000},
 		{"MaxBodyBytes", c.MaxBodyBytes, int64(4 << 20)},
 		{"QueueSize", c.QueueSize, 512},
-		{"RequestQueueSize", c.RequestQueueSize, 512},
+		{"RequestQueueSize", c.RequestQueueSize, 32},
 		{"Clock", c.Clock, heartbeat.Clock(heartbeat.SystemClock{})},
 	}
 	for _, ch := range checks {

@@ -35,7 +35,7 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 
 	start := p.startWriter // one func value for both uses
 	p.rs = &p.ownSession
-	p.rs.init(sess, start)
+	p.rs.init(sess, start, ctx.Done())
 	defer p.finish()
 	var keepalive *time.Timer
 	if h.cfg.HeartbeatInterval > 0 {

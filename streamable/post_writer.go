@@ -99,11 +99,13 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 			batch = append(batch, m)
 		default:
 			if len(batch) > 0 {
+				p.rs.madeRoom()
 				p.send(batch...)
 			}
 			return
 		}
 		if len(batch) == maxBatch {
+			p.rs.madeRoom()
 			p.send(batch...)
 			batch = batch[:0]
 		}

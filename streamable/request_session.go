@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -15,23 +16,27 @@ import (
 // messages sent to the session by id or broadcast reach the session itself
 // and travel on the GET stream.
 //
-// Its queues are made on first use: most requests send nothing, and a
-// request must not pay for two QueueSize channels it never fills. ready
-// tells the writing loop when they exist.
+// Its queues are made on first use: most requests send nothing. ready
+// tells the writing loop when they exist. They are small (RequestQueueSize):
+// a tool that sends faster than the writer drains them waits for room, so
+// a burst costs the tool time instead of the request memory.
 type requestSession struct {
 	*session
 	once          sync.Once
 	notifications chan mcp.JSONRPCNotification // set once, before ready
 	requests      chan []byte                  // set once, before ready
+	room          chan struct{}                // set once, before ready: the writer took something
 	ready         chan struct{}                // one value once the queues exist
 	onFirstUse    func()                       // starts the request's writer
 	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
+	returned      <-chan struct{}              // closed once the request has returned (its context's end)
 }
 
 // init prepares r as a request's session on s; onFirstUse runs once,
-// after the queues are made (it starts the request's writer).
-func (r *requestSession) init(s *session, onFirstUse func()) {
-	r.session, r.ready, r.onFirstUse = s, make(chan struct{}, 1), onFirstUse
+// after the queues are made (it starts the request's writer); returned
+// closes when the request has returned.
+func (r *requestSession) init(s *session, onFirstUse func(), returned <-chan struct{}) {
+	r.session, r.ready, r.onFirstUse, r.returned = s, make(chan struct{}, 1), onFirstUse, returned
 }
 
 // queues makes the request's queues on first use and returns them.
@@ -39,6 +44,7 @@ func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 	r.once.Do(func() {
 		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.RequestQueueSize)
 		r.requests = make(chan []byte, r.h.cfg.RequestQueueSize)
+		r.room = make(chan struct{}, 1)
 		r.ready <- struct{}{}
 		if r.onFirstUse != nil {
 			r.onFirstUse()
@@ -54,11 +60,15 @@ func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 }
 
 // UpgradeToSSEWhenReceiveNotification implements
-// server.SessionWithStreamableHTTPConfig for the request's queue: on
-// overflow mcp-go refuses the send and the request's stream is squeezed, so
-// that a client that stopped reading loses it (which ends the request).
+// server.SessionWithStreamableHTTPConfig for the request's queue. mcp-go
+// calls it on the sending goroutine just before its non-blocking send: a
+// full queue makes the sender wait for the writer to take something, up to
+// the stall threshold (at most 1 s). If it is still full then (a client
+// that stopped reading), mcp-go refuses the send and the request's stream
+// is squeezed, so that the client loses it (which ends the request).
 func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
-	if n, _ := r.queues(); len(n) < cap(n) {
+	n, _ := r.queues()
+	if len(n) < cap(n) || r.awaitRoom(n) {
 		return
 	}
 	squeezed := false
@@ -66,6 +76,33 @@ func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
 		squeezed = st.squeeze(r.h.stallThreshold())
 	}
 	r.h.refused(r.id, "request", cap(r.notifications), squeezed)
+}
+
+// awaitRoom waits until n has room, bounded by the stall threshold and by
+// the request's end, and reports whether it has.
+func (r *requestSession) awaitRoom(n chan mcp.JSONRPCNotification) bool {
+	t := time.NewTimer(r.h.stallThreshold())
+	defer t.Stop()
+	for len(n) == cap(n) {
+		select {
+		case <-r.room:
+		case <-t.C:
+			return false
+		case <-r.returned:
+			return false
+		}
+	}
+	return true
+}
+
+// madeRoom tells a sender waiting in awaitRoom that the writer took
+// something from the queues. Only the writer calls it, once the queues
+// exist.
+func (r *requestSession) madeRoom() {
+	select {
+	case r.room <- struct{}{}:
+	default:
+	}
 }
 
 // RequestSampling implements server.SessionWithSampling on the POST stream.
