@@ -324,7 +324,7 @@ func (h *Handler) runGet(g *getStream) {
 	// The stream's headers say no more than they must: each one costs
 	// every idle stream memory (here and in the client), and the client
 	// knows its session.
-	if err := g.start(""); err != nil {
+	if err := g.start(); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
 			writeFailure(g.w, h.goneAnswer())

@@ -89,7 +89,7 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 	if !p.sess.active() {
 		p.sse.close(context.Cause(p.sess.ctx))
 	}
-	return p.sse.start(p.sess.headerID(), first...) == nil
+	return p.sse.start(first...) == nil
 }
 
 func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
@@ -200,9 +200,6 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 			// cheaply than a header set here.
 			h.Set("Content-Length", strconv.Itoa(len(b)))
 		}
-		if id := p.sess.headerID(); id != "" {
-			h.Set(headerSessionID, id)
-		}
 		p.w.WriteHeader(http.StatusOK)
 		_, _ = p.w.Write(b)
 		return
@@ -216,9 +213,6 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	err = st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
-		if id := p.sess.headerID(); id != "" {
-			h.Set(headerSessionID, id)
-		}
 		p.w.WriteHeader(http.StatusOK)
 		_, err := p.w.Write(b)
 		return err

@@ -95,14 +95,11 @@ func (s *sseStream) err() error {
 // or when there are none an opening comment, which makes intermediaries
 // flush the headers at once. If it fails before anything was written
 // (begun is false), the handler can still answer with a status.
-func (s *sseStream) start(sessionID string, first ...[]byte) error {
+func (s *sseStream) start(first ...[]byte) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
-	if sessionID != "" {
-		h.Set(headerSessionID, sessionID)
-	}
 	s.mu.Lock()
 	s.opening = true
 	s.mu.Unlock()

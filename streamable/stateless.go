@@ -40,10 +40,3 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env env
 	h.serveRequest(w, r, sess, env, body)
 }
 
-// headerID is the session id to put on responses: none in stateless mode.
-func (s *session) headerID() string {
-	if s.stateless {
-		return ""
-	}
-	return s.id
-}
