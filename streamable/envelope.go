@@ -88,6 +88,10 @@ func (env *envelope) set(key, value []byte) *failure {
 	name := unquote(key)
 	switch field := memberField(name); field {
 	case "jsonrpc":
+		if string(value) == `"2.0"` {
+			env.JSONRPC = mcp.JSONRPC_VERSION // without a copy
+			return nil
+		}
 		return setString(&env.JSONRPC, value, `"jsonrpc" must be "2.0"`)
 	case "method":
 		if value[0] == '"' {
