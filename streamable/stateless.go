@@ -39,4 +39,3 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env env
 	}
 	h.serveRequest(w, r, sess, env, body)
 }
-
