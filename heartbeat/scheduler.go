@@ -63,7 +63,7 @@ func (s *Scheduler) Add(interval time.Duration) *Entry {
 // buffer of one, and Fired tells the entry's signals from the others.
 func (s *Scheduler) AddSignal(interval time.Duration, due chan struct{}) *Entry {
 	if interval <= 0 {
-		panic("heartbeat: Scheduler.Add with a non-positive interval")
+		panic("heartbeat: Scheduler.Add or AddSignal with a non-positive interval")
 	}
 	e := &Entry{s: s, interval: interval, index: -1, due: due}
 	s.mu.Lock()

@@ -74,8 +74,10 @@ type Config struct {
 	// sends something. A tool that sends faster than the stream's writer
 	// takes from a full queue waits for room, at most 1 s (a quarter of
 	// WriteTimeout if that is shorter); after that the notification is
-	// refused and the stream squeezed, as with QueueSize. A server request
-	// that finds the queue full fails at once. Default 32.
+	// refused and the stream squeezed, as with QueueSize. (Senders on
+	// several goroutines of one call can still race for the last free
+	// slot: the loser's send is refused.) A server request that finds the
+	// queue full fails at once. Default 32.
 	RequestQueueSize int
 	// Logger receives transport events. Default slog.Default().
 	Logger *slog.Logger

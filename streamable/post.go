@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -108,11 +109,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 	if n := r.ContentLength; n > limit {
 		return nil, errBodyTooLarge(limit)
 	} else if n >= 0 {
-		// net/http delivers no more than the declared length: read it
-		// into a buffer of that size, the final EOF included.
-		body, err := readFull(r.Body, make([]byte, 0, n+1))
-		if err != nil {
+		// Sized from the declared length, the final EOF included, but
+		// never more than a small first buffer on the client's word alone:
+		// what arrives beyond it grows the buffer as it comes. The limit
+		// holds even for a body that is longer than declared (a body a
+		// middleware replaced).
+		body, err := readFull(io.LimitReader(r.Body, limit+1), make([]byte, 0, min(n+1, firstBodyBuffer)))
+		switch {
+		case err != nil:
 			return nil, errParse("reading the request body: " + err.Error())
+		case int64(len(body)) > limit:
+			return nil, errBodyTooLarge(limit)
 		}
 		return body, nil
 	}
@@ -127,12 +134,16 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 	return body, nil
 }
 
-// readFull reads r to EOF, appending to buf, which grows only if r holds
-// more than its capacity.
+// firstBodyBuffer is the most readBody allocates for a body before any of
+// it has arrived.
+const firstBodyBuffer = 64 << 10
+
+// readFull reads r to EOF, appending to buf, which grows (doubling) only
+// when r holds more than its capacity.
 func readFull(r io.Reader, buf []byte) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			buf = slices.Grow(buf, max(cap(buf), 512))
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

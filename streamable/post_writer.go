@@ -98,8 +98,10 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 		case m := <-reqs:
 			batch = append(batch, m)
 		default:
+			// Called after a receive, so something was taken (even if
+			// it did not encode): a waiting sender has room.
+			p.rs.madeRoom()
 			if len(batch) > 0 {
-				p.rs.madeRoom()
 				p.send(batch...)
 			}
 			return

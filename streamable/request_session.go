@@ -25,7 +25,8 @@ type requestSession struct {
 	once          sync.Once
 	notifications chan mcp.JSONRPCNotification // set once, before ready
 	requests      chan []byte                  // set once, before ready
-	room          chan struct{}                // set once, before ready: the writer took something
+	roomMu        sync.Mutex                   // guards room
+	room          chan struct{}                // closed when the writer takes something; made by a waiting sender
 	ready         chan struct{}                // one value once the queues exist
 	onFirstUse    func()                       // starts the request's writer
 	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
@@ -44,7 +45,6 @@ func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 	r.once.Do(func() {
 		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.RequestQueueSize)
 		r.requests = make(chan []byte, r.h.cfg.RequestQueueSize)
-		r.room = make(chan struct{}, 1)
 		r.ready <- struct{}{}
 		if r.onFirstUse != nil {
 			r.onFirstUse()
@@ -79,29 +79,48 @@ func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
 }
 
 // awaitRoom waits until n has room, bounded by the stall threshold and by
-// the request's end, and reports whether it has.
+// the request's end, and reports whether it has. Every waiting sender is
+// woken each time the writer takes something. Senders on several
+// goroutines can still race for the last free slot between this wait and
+// mcp-go's send: the loser's send is refused (it gets mcp-go's
+// ErrNotificationChannelBlocked) without being counted in Stats.
 func (r *requestSession) awaitRoom(n chan mcp.JSONRPCNotification) bool {
 	t := time.NewTimer(r.h.stallThreshold())
 	defer t.Stop()
 	for len(n) == cap(n) {
+		room := r.roomSignal()
+		if len(n) < cap(n) { // the writer took something before we listened
+			break
+		}
 		select {
-		case <-r.room:
+		case <-room:
 		case <-t.C:
-			return false
+			return len(n) < cap(n)
 		case <-r.returned:
-			return false
+			return len(n) < cap(n)
 		}
 	}
 	return true
 }
 
-// madeRoom tells a sender waiting in awaitRoom that the writer took
-// something from the queues. Only the writer calls it, once the queues
-// exist.
+// roomSignal returns the channel madeRoom closes next.
+func (r *requestSession) roomSignal() <-chan struct{} {
+	r.roomMu.Lock()
+	defer r.roomMu.Unlock()
+	if r.room == nil {
+		r.room = make(chan struct{})
+	}
+	return r.room
+}
+
+// madeRoom wakes every sender waiting in awaitRoom: the writer took
+// something from the queues. Only the writer calls it.
 func (r *requestSession) madeRoom() {
-	select {
-	case r.room <- struct{}{}:
-	default:
+	r.roomMu.Lock()
+	defer r.roomMu.Unlock()
+	if r.room != nil {
+		close(r.room)
+		r.room = nil
 	}
 }
 

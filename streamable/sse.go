@@ -36,13 +36,12 @@ type sseStream struct {
 	mu           sync.Mutex // guards the fields below and the write deadline
 	writeTimeout time.Duration
 	closed       bool
-	cause        error     // why the stream ended, once it has
-	writing      bool      // a write is in progress
-	opening      bool      // the write in progress is the SSE opening
-	since        time.Time // when the write in progress began
-	started      bool      // something was written: the response has begun
-	failed       atomic.Bool
-	ended        atomic.Bool // closed or failed: cause is set
+	cause        error       // why the stream ended, once it has
+	writing      bool        // a write is in progress
+	opening      bool        // the write in progress is the SSE opening
+	since        time.Time   // when the write in progress began
+	started      bool        // something was written: the response has begun
+	ended        atomic.Bool // closed or a write failed: cause is set
 }
 
 // newSSEStream returns a stream whose context, derived from parent, ends
@@ -76,19 +75,6 @@ func (s *sseStream) end(cause error) {
 		s.cancel(cause)
 	}
 	s.signal()
-}
-
-// err reports why the stream ended, or nil while it has not.
-func (s *sseStream) err() error {
-	if s.ended.Load() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.cause
-	}
-	if s.ctx.Err() != nil {
-		return context.Cause(s.ctx)
-	}
-	return nil
 }
 
 // start writes the SSE headers and, in the same flush, the events first,
@@ -158,7 +144,7 @@ func (s *sseStream) comment(text string) error {
 }
 
 // write runs fn and flushes under a fresh write deadline. A failed write
-// marks the stream failed and cancels its context.
+// ends the stream (end: its owner is told, a derived context cancelled).
 func (s *sseStream) write(fn func() error) error {
 	s.mu.Lock()
 	if s.closed {
@@ -180,7 +166,6 @@ func (s *sseStream) write(fn func() error) error {
 
 	if err != nil {
 		err = fmt.Errorf("sse write: %w", err)
-		s.failed.Store(true)
 	}
 	s.mu.Lock()
 	s.writing = false
@@ -197,8 +182,9 @@ func (s *sseStream) write(fn func() error) error {
 	return err
 }
 
-// close ends the stream: its context is cancelled with cause, and a write
-// blocked on the network is interrupted at once. It is idempotent.
+// close ends the stream with cause (end: its owner is told, a derived
+// context cancelled), and a write blocked on the network is interrupted at
+// once. It is idempotent.
 func (s *sseStream) close(cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
