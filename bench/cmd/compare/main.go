@@ -108,7 +108,7 @@ func main() {
 	fmt.Println(renderInterleaved(rep.iv))
 	fmt.Printf("total %.1f s\n", time.Since(start).Seconds())
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, []byte(renderSVG(results)), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, []byte(renderSVG(results, rep.iv)), 0o644); err != nil {
 			log.Fatal(err)
 		}
 	}

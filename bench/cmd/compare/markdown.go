@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -60,7 +61,11 @@ func renderMarkdown(rep report, s settings, svg string) string {
 		s.heartbeat, s.writeTime, s.dur, s.maxReq, s.idleN, s.cpuWindow, s.deleteN, s.notifyN, s.stallCap, s.churnDur,
 		s.rounds, s.roundDur)
 	if svg != "" {
-		fmt.Fprintf(&b, "![throughput at 64 sessions and heap per idle stream](bench/%s)\n\n", svg)
+		link := svg
+		if !filepath.IsAbs(svg) {
+			link = "bench/" + svg // BENCHMARKS.md sits one level up
+		}
+		fmt.Fprintf(&b, "![throughput at 64 sessions and heap per idle stream](%s)\n\n", link)
 	}
 	b.WriteString(rep.table)
 	b.WriteString("\n" + renderInterleaved(rep.iv))
