@@ -20,7 +20,9 @@ const (
 	DefaultIdleTTL        = 30 * time.Minute
 	DefaultMaxSessions    = 10000
 	DefaultMaxBodyBytes   = 4 << 20
-	DefaultQueueSize      = 512
+	// DefaultBodyReadTimeout is Config.BodyReadTimeout's default.
+	DefaultBodyReadTimeout = 30 * time.Second
+	DefaultQueueSize       = 512
 	// DefaultRequestQueueSize is Config.RequestQueueSize's default.
 	DefaultRequestQueueSize = 32
 	DefaultRetryAfter       = 5 * time.Second
@@ -59,6 +61,16 @@ type Config struct {
 	MaxSessions int
 	// MaxBodyBytes caps a POST body; larger bodies get 413. Default 4 MiB.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long a POST body may take to arrive,
+	// counted from when the transport starts reading it (the headers are
+	// the HTTP server's to bound: ReadHeaderTimeout). A client slower than
+	// that gets 408 and its connection is closed, so that no client can
+	// hold a handler by trickling a body; Shutdown interrupts bodies still
+	// arriving (503). It is set on the connection through
+	// http.ResponseController, so it needs no http.Server setting (and
+	// overrides the server's ReadTimeout while the body is read), and it
+	// never touches GET streams. Default 30 s; Disabled turns it off.
+	BodyReadTimeout time.Duration
 	// QueueSize bounds each stream's outbound queues: notifications, and
 	// server-to-client requests. A notification that finds its queue full
 	// is refused (the sender gets mcp-go's ErrNotificationChannelBlocked),
@@ -156,6 +168,12 @@ func (c Config) effective() Config {
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if c.BodyReadTimeout < 0 {
+		c.BodyReadTimeout = 0
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes

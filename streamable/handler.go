@@ -43,9 +43,10 @@ type Handler struct {
 	sched      *heartbeat.Scheduler         // nil when heartbeats are disabled
 	modern     *server.StreamableHTTPServer // mcp-go's handler, for 2026-07-28
 	modernReqs modernSet
-	holder     string // names this handler in stream leases
-	shared     bool   // the store is shared with other replicas (cluster.go)
-	callBase   int64  // first server-to-client request id of each session
+	bodyReads  bodyReads // POST bodies being read (body.go)
+	holder     string    // names this handler in stream leases
+	shared     bool      // the store is shared with other replicas (cluster.go)
+	callBase   int64     // first server-to-client request id of each session
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -330,6 +331,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.shutting = true
 	h.mu.Unlock()
+	h.bodyReads.close()
 	close(h.stopSweep)
 	// The sweeper stops between sessions; an expiry in progress takes at
 	// most the cleanup timeout, and is joined at the end.

@@ -3,9 +3,7 @@ package streamable
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -100,60 +98,6 @@ func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
 	}
 	sess := h.lookup(id)
 	return sess != nil && sess.active() && sess.calls.deliverIssued(env.ID, env.Result, env.Error)
-}
-
-// readBody reads the request body, at most MaxBodyBytes of it: a body
-// declared or found larger is refused (413).
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
-	limit := h.cfg.MaxBodyBytes
-	if n := r.ContentLength; n > limit {
-		return nil, errBodyTooLarge(limit)
-	} else if n >= 0 {
-		// Sized from the declared length, the final EOF included, but
-		// never more than a small first buffer on the client's word alone:
-		// what arrives beyond it grows the buffer as it comes. The limit
-		// holds even for a body that is longer than declared (a body a
-		// middleware replaced).
-		body, err := readFull(io.LimitReader(r.Body, limit+1), make([]byte, 0, min(n+1, firstBodyBuffer)))
-		switch {
-		case err != nil:
-			return nil, errParse("reading the request body: " + err.Error())
-		case int64(len(body)) > limit:
-			return nil, errBodyTooLarge(limit)
-		}
-		return body, nil
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, errBodyTooLarge(limit)
-	case err != nil:
-		return nil, errParse("reading the request body: " + err.Error())
-	}
-	return body, nil
-}
-
-// firstBodyBuffer is the most readBody allocates for a body before any of
-// it has arrived.
-const firstBodyBuffer = 64 << 10
-
-// readFull reads r to EOF, appending to buf, which grows (doubling) only
-// when r holds more than its capacity.
-func readFull(r io.Reader, buf []byte) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, max(cap(buf), 512))
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // initialize creates a session, registers it with the MCPServer and answers

@@ -127,6 +127,12 @@ func errStreamConflict() *failure {
 		message: "Conflict: Only one SSE stream is allowed per session, and this session's stream is live"}
 }
 
+// 408 Request Timeout.
+func errBodyTimeout(limit time.Duration) *failure {
+	return &failure{status: http.StatusRequestTimeout, code: codeInvalidRequest,
+		message: fmt.Sprintf("Request Timeout: the request body did not arrive within %s", limit)}
+}
+
 // 413 Content Too Large.
 func errBodyTooLarge(limit int64) *failure {
 	return &failure{status: http.StatusRequestEntityTooLarge, code: codeInvalidRequest,

@@ -1,0 +1,142 @@
+package streamable
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+)
+
+// readBody reads the request body, at most MaxBodyBytes of it, within
+// BodyReadTimeout: a body declared or found larger is refused (413), one
+// that does not arrive in time gets 408, and one that Shutdown interrupted
+// gets 503.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
+	limit := h.cfg.MaxBodyBytes
+	if n := r.ContentLength; n > limit {
+		return nil, errBodyTooLarge(limit)
+	}
+	read, ok := h.bodyReads.begin(w, h.cfg.BodyReadTimeout)
+	if !ok {
+		return nil, errShuttingDown()
+	}
+	body, err := h.readLimited(w, r, limit)
+	interrupted := h.bodyReads.end(read)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil && int64(len(body)) > limit, errors.As(err, &tooLarge):
+		return nil, errBodyTooLarge(limit)
+	case err != nil && interrupted:
+		return nil, errShuttingDown()
+	case err != nil && isTimeout(err):
+		return nil, errBodyTimeout(h.cfg.BodyReadTimeout)
+	case err != nil:
+		return nil, errParse("reading the request body: " + err.Error())
+	}
+	return body, nil
+}
+
+// readLimited reads r's body, stopping one byte past limit.
+func (h *Handler) readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 {
+		// Sized from the declared length, the final EOF included, but
+		// never more than a small first buffer on the client's word alone:
+		// what arrives beyond it grows the buffer as it comes. The limit
+		// holds even for a body that is longer than declared (a body a
+		// middleware replaced).
+		return readFull(io.LimitReader(r.Body, limit+1), make([]byte, 0, min(n+1, firstBodyBuffer)))
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// firstBodyBuffer is the most readBody allocates for a body before any of
+// it has arrived.
+const firstBodyBuffer = 64 << 10
+
+// readFull reads r to EOF, appending to buf, which grows (doubling) only
+// when r holds more than its capacity.
+func readFull(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(cap(buf), 512))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// bodyReads tracks the POST bodies being read, so that Shutdown can
+// interrupt them: a client that trickles a body must not hold a handler
+// (and the HTTP server's Shutdown) for the whole BodyReadTimeout.
+type bodyReads struct {
+	mu     sync.Mutex
+	closed bool // Shutdown began: every read is interrupted, new ones refused
+	active map[*bodyRead]struct{}
+}
+
+// bodyRead is one body being read, under a read deadline.
+type bodyRead struct {
+	rc          http.ResponseController
+	interrupted bool // guarded by bodyReads.mu
+}
+
+// begin sets the connection's read deadline timeout from now (none when
+// timeout is 0) and registers the read. It reports false once Shutdown
+// has begun.
+func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) (*bodyRead, bool) {
+	read := &bodyRead{rc: *http.NewResponseController(w)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, false
+	}
+	if b.active == nil {
+		b.active = make(map[*bodyRead]struct{})
+	}
+	b.active[read] = struct{}{}
+	if timeout > 0 {
+		// A writer without deadline support (a middleware's wrapper, say)
+		// reads without the bound.
+		_ = read.rc.SetReadDeadline(time.Now().Add(timeout))
+	}
+	return read, true
+}
+
+// end clears the read deadline (net/http goes on reading the connection,
+// to notice a client that leaves, and must not fail at the old deadline)
+// and reports whether Shutdown interrupted the read.
+func (b *bodyReads) end(read *bodyRead) (interrupted bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.active, read)
+	if !read.interrupted {
+		_ = read.rc.SetReadDeadline(time.Time{})
+	}
+	return read.interrupted
+}
+
+// close interrupts every body being read and refuses new reads.
+func (b *bodyReads) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for read := range b.active {
+		read.interrupted = true
+		_ = read.rc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
