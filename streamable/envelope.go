@@ -31,7 +31,7 @@ func parseEnvelope(body []byte) (envelope, *failure) {
 		return env, errParse("the request body is empty")
 	}
 	if trimmed[0] == '[' {
-		return env, errInvalidMessage("JSON-RPC batches are not supported; send one message per POST")
+		return env, errInvalidMessage("a JSON-RPC message is a JSON object, not an array (batches do not nest)")
 	}
 	if !json.Valid(trimmed) {
 		// Decoded again only to say what is wrong.

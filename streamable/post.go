@@ -28,6 +28,10 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		h.serveModern(w, r, body)
 		return
 	}
+	if isBatch(body) {
+		h.serveBatch(w, r, body)
+		return
+	}
 	env, f := parseEnvelope(body)
 	if f != nil {
 		writeFailure(w, f)

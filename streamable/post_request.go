@@ -21,13 +21,25 @@ import (
 // SSE and writes as they come (keep-alives included); the writer is joined
 // before the answer is written, so the last message before it is never lost.
 func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
+	h.runRequest(w, r, sess, env, body, nil)
+}
+
+// runRequest is serveRequest for a request on its own (batch nil) or one
+// of a JSON-RPC batch, whose answer joins the batch's response (batch.go).
+func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse) {
 	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
 	defer cancel(nil)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess}
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch}
 	// The whole request, response included, is work the session's
 	// termination waits for and interrupts: it cancels the request (its
 	// stream is closed by the termination itself).
 	if !sess.beginWork(p) {
+		if batch != nil {
+			f := h.goneAnswer()
+			f.id = env.ID
+			batch.fail(f)
+			return
+		}
 		writeFailure(w, h.goneAnswer())
 		return
 	}
@@ -58,6 +70,8 @@ type postStream struct {
 	cancel context.CancelCauseFunc // ends the request
 	sess   *session
 	rs     *requestSession // &ownSession
+	id     json.RawMessage // the request's id
+	batch  *batchResponse  // the batch's shared response, for a request of a batch
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by
@@ -79,6 +93,9 @@ type postStream struct {
 // opening comment) with the headers. It reports whether the stream can
 // still deliver.
 func (p *postStream) upgrade(first ...[]byte) bool {
+	if p.batch != nil {
+		return p.batch.upgrade(p, first...)
+	}
 	if p.sse != nil {
 		return !p.sse.dying()
 	}
@@ -125,6 +142,10 @@ func (p *postStream) keepalive() {
 }
 
 func (p *postStream) respond(resp mcp.JSONRPCMessage) {
+	if p.batch != nil {
+		p.batch.respond(p, resp)
+		return
+	}
 	if p.sse == nil || !p.sse.begun() {
 		p.respondJSON(resp)
 		return
@@ -143,7 +164,7 @@ func (p *postStream) finish() {
 		p.h.log.Info("lifeline: messages for a request could not be written: its client is gone",
 			"session", p.sess.id, "messages", p.lost)
 	}
-	if p.sse != nil {
+	if p.sse != nil && p.batch == nil { // a batch's stream ends with the batch
 		p.sess.removePostStream(p.sse)
 		p.h.postStreams.Add(-1)
 	}

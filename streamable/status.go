@@ -58,6 +58,11 @@ func errUnsupportedVersion(v string) *failure {
 		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, supportedVersionList)}
 }
 
+func errBatchVersion(v string) *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: fmt.Sprintf("Invalid Request: JSON-RPC batches are part of protocol version %s only, and this request uses %s; send one message per POST", batchVersion, v)}
+}
+
 func errUnknownResponseID(id json.RawMessage) *failure {
 	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest, id: id,
 		message: fmt.Sprintf("Bad Request: no request with id %s was sent to this session", id)}
