@@ -194,7 +194,8 @@ func (h *Handler) leaseTTL() time.Duration {
 // A lease that lapsed while nobody else took it is taken again; one another
 // holder took is lost, and so is the session if it ended: those are errors.
 // A store that fails otherwise (an outage) leaves the stream serving with
-// its old lease: it is logged once, and renewal goes on at the next tick.
+// its old lease: it is logged once, and renewal goes on at the next tick
+// (with replicas, at the renewer's next run).
 // It runs on the stream's handler, or (shared store) on the stream's
 // renewer (cluster_lease.go), one renewal at a time.
 func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionstore.Lease, error) {
