@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
@@ -98,4 +99,32 @@ func TestClusterDeleteCancelsRequestsOnOtherReplicas(t *testing.T) {
 	} else {
 		t.Logf("B's request answered %d: %s", resp.Status, resp.Body)
 	}
+}
+
+// A replica watches a session's bus only while it runs the session's
+// requests, and for about a second after: one subscription per session
+// with work, none for a session it merely served once.
+func TestClusterWatchEndsWithTheWork(t *testing.T) {
+	c := newCluster(t, streamable.Config{}, redisstore.Options{})
+	a := c.session(0)
+	raw := redis.NewClient(&redis.Options{Addr: c.redis.Addr()})
+	defer raw.Close()
+	ctx := testutil.Context(t, wait)
+	subscribed := func() int {
+		chans, err := raw.PubSubChannels(ctx, "*bus:"+a.SessionID).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(chans)
+	}
+	for range 3 {
+		toolText(t, c.client(1, a), "echo", map[string]any{"text": "on B"})
+	}
+	testutil.Eventually(t, wait, "B to stop watching the session's bus once its requests are done", func() bool {
+		n := subscribed()
+		if n != 0 {
+			time.Sleep(50 * time.Millisecond) // spacing the samples of a bounded poll
+		}
+		return n == 0
+	})
 }
