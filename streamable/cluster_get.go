@@ -26,51 +26,32 @@ type busState struct {
 	failed       bool // the stream failed while handling a frame
 	sessionEnded bool // the session ended in the store
 
-	// The lease renewal in flight, at most one: its result arrives on
-	// renewed (made with the first renewal).
-	renewing bool
-	renewed  chan renewal
-	// storeDown: the last renewal could not reach the store. Pongs POSTed
-	// to other replicas travel through the store, so while it is down (or
-	// so slow that a renewal is still in flight a heartbeat later) a
-	// missing pong says nothing about the client.
-	storeDown bool
+	// renew renews the stream's lease on its own timer (cluster_lease.go).
+	renew *leaseRenewer
 }
 
-type renewal struct {
-	lease  sessionstore.Lease
-	err    error
-	outage bool // the store could not be reached
-}
-
-// startRenew renews g's lease on a goroutine of its own, unless a renewal
-// is still in flight (a slow store: the next tick tries again). The stream's
-// handler receives the result from renewed, and waits for it on exit
-// (awaitRenew), so the goroutine never outlives the stream.
+// startRenew starts renewing g's lease off the stream's goroutine, on a
+// schedule of its own (not the heartbeat's), so that neither a slow store
+// nor a write blocked on a slow client keeps the lease from being renewed.
 func (b *busState) startRenew(h *Handler, g *getStream) {
-	if b.renewing {
-		return
-	}
-	if b.renewed == nil {
-		b.renewed = make(chan renewal, 1)
-	}
-	b.renewing = true
-	lease := g.lease
-	go func() {
-		l, err := h.renewLease(g, lease)
-		b.renewed <- renewal{lease: l, err: err, outage: g.renewFailing}
-	}()
+	b.renew = h.startRenewer(g)
 }
 
-// awaitRenew waits for the renewal in flight, if any, and keeps its lease.
-// The caller has closed g, which cancels the renewal's store calls.
-func (b *busState) awaitRenew(g *getStream) {
-	if !b.renewing {
-		return
+// stopRenew stops the renewals, waiting for one in flight, and keeps the
+// lease to release. The caller has closed g, which cancels the renewal's
+// store calls.
+func (b *busState) stopRenew(g *getStream) {
+	if b.renew != nil {
+		g.lease = b.renew.stop()
 	}
-	r := <-b.renewed
-	b.renewing = false
-	g.lease = r.lease
+}
+
+// storeDown reports whether the store is down for the stream's lease
+// renewals (or so slow that one is in flight): pongs POSTed to other
+// replicas travel through the store, so meanwhile a missing pong says
+// nothing about the client.
+func (b *busState) storeDown() bool {
+	return b.renew.storeDown()
 }
 
 func (b *busState) probeTimer() <-chan time.Time {
@@ -254,10 +235,12 @@ const remotePoll = 25 * time.Millisecond
 // enough for the holder to find a dead client (MissedPongLimit probes, each
 // probeWait apart) with half a probeWait to spare, and at least
 // conflictGrace, for a client that closed its stream and reconnected at
-// once; it never runs past what is left of d. It reports true once the
-// lease is free (the caller then claims it), false when the holder's client
-// answered or the wait ran out, and a failure when the store fails (503) or
-// the session ended (404).
+// once; it never runs past what is left of d. A crashed holder's lease
+// lapses within sharedLeaseTTL, well inside the wait at default settings.
+// It reports true once the lease is free (the caller then claims it), false
+// when the holder's client answered or the wait ran out (a store call cut
+// short by the wait's end included: the store is not to blame), and a
+// failure when the store fails (503) or the session ended (404).
 func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder string, d time.Duration) (bool, *failure) {
 	if d <= 0 {
 		return false, nil
@@ -266,15 +249,18 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder s
 	defer cancel()
 	sub, err := h.cfg.Store.Subscribe(ctx, sess.id)
 	if err != nil {
-		return false, h.storeFailure(err)
+		return false, h.waitFailure(ctx, err)
 	}
 	defer sub.Close()
 	// Nobody listening (ErrNoSubscribers) means the holder is gone without
 	// releasing its lease: the poll below takes it once it lapses.
 	if err := h.cfg.Store.Publish(ctx, sess.id, frame(frameProbe, []byte(holder))); err != nil && !errors.Is(err, sessionstore.ErrNoSubscribers) {
-		return false, h.storeFailure(err)
+		return false, h.waitFailure(ctx, err)
 	}
 	window := max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+h.probeWait()/2+remotePoll)
+	if dl, ok := ctx.Deadline(); ok {
+		window = min(window, time.Until(dl))
+	}
 	timer := time.NewTimer(window)
 	defer timer.Stop()
 	poll := time.NewTicker(remotePoll)
@@ -294,7 +280,7 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder s
 		case <-poll.C:
 			free, err := h.streamFree(ctx, sess.id)
 			if err != nil {
-				return false, h.storeFailure(err)
+				return false, h.waitFailure(ctx, err)
 			}
 			if free {
 				return true, nil
@@ -305,6 +291,16 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder s
 			return false, nil
 		}
 	}
+}
+
+// waitFailure is the answer for a store error during awaitRemoteStream:
+// none (the caller answers 409) when the wait's own context ended, which
+// cut the call short; else storeFailure's.
+func (h *Handler) waitFailure(ctx context.Context, err error) *failure {
+	if ctx.Err() != nil && !isGone(err) {
+		return nil
+	}
+	return h.storeFailure(err)
 }
 
 // storeFailure is the answer for a store error: 404 for a session that is

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
@@ -53,6 +54,9 @@ type cluster struct {
 	replicas []*replica
 	rr       *testutil.RoundRobinProxy
 	proxy    string // the round-robin proxy's base URL
+	// wrap, when set, wraps the store of the replica named name (a slow
+	// store, say).
+	wrap func(name string, store sessionstore.Store) sessionstore.Store
 }
 
 // newCluster starts a redis-server and three replicas on it. Zero fields
@@ -91,6 +95,9 @@ func (c *cluster) start(name string, cfg streamable.Config, opts redisstore.Opti
 	rc := redis.NewClient(&redis.Options{Addr: c.redis.Addr(), ContextTimeoutEnabled: true})
 	store := redisstore.New(rc, opts)
 	cfg.Store = store
+	if c.wrap != nil {
+		cfg.Store = c.wrap(name, store)
+	}
 	var out io.Writer = io.Discard
 	if os.Getenv("LIFELINE_TEST_LOG") != "" {
 		out = os.Stderr

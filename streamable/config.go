@@ -38,10 +38,12 @@ type Config struct {
 	// HeartbeatInterval is how often each standalone GET stream gets a
 	// JSON-RPC ping, and how long a POST response may stay silent before it
 	// gets a ": keepalive" comment. Default heartbeat.DefaultInterval (20 s);
-	// Disabled turns both off. With a shared Store it also paces the renewal
-	// of stream leases (which lapse after MissedPongLimit+1 intervals, at
-	// least 1 s, when a replica dies); with heartbeats Disabled they are
-	// renewed at the default interval.
+	// Disabled turns both off. With a shared Store, a GET stream's lease
+	// lasts MissedPongLimit+1 intervals, at least 1 s and at most 3 s (3 s
+	// at the defaults; the default interval's when heartbeats are
+	// Disabled), and is renewed every third of that on a timer of its own,
+	// whatever the stream is writing: a replica that dies frees its
+	// clients' streams for a GET on another replica within that time.
 	HeartbeatInterval time.Duration
 	// MissedPongLimit is how many consecutive pings a client that has
 	// answered before may leave unanswered before its GET stream is closed

@@ -174,22 +174,30 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 // stream when the heartbeat is very short.
 const minLeaseTTL = time.Second
 
-// leaseTTL is how long a stream lease lasts without renewal: long enough to
-// survive the missed-pong limit, renewed on every heartbeat.
+// leaseTTL is how long a stream lease lasts without renewal. Alone, it
+// outlasts the missed-pong limit and is renewed on every heartbeat; with
+// replicas it is capped at sharedLeaseTTL and renewed three times per TTL
+// on a timer of its own (cluster_lease.go), so that a crashed replica's
+// streams are free within seconds.
 func (h *Handler) leaseTTL() time.Duration {
 	if h.sched == nil {
 		return 0
 	}
-	return max(time.Duration(h.cfg.MissedPongLimit+1)*h.beatInterval(), minLeaseTTL)
+	ttl := max(time.Duration(h.cfg.MissedPongLimit+1)*h.beatInterval(), minLeaseTTL)
+	if h.shared {
+		ttl = min(ttl, sharedLeaseTTL)
+	}
+	return ttl
 }
 
 // renewLease extends lease, g's current one, and returns the lease to keep.
 // A lease that lapsed while nobody else took it is taken again; one another
 // holder took is lost, and so is the session if it ended: those are errors.
 // A store that fails otherwise (an outage) leaves the stream serving with
-// its old lease: it is logged once, and renewal goes on at the next tick.
-// It runs on the stream's handler, or (shared store) on the stream's one
-// renewal goroutine (cluster_get.go), never on both at once.
+// its old lease: it is logged once, and renewal goes on at the next tick
+// (with replicas, at the renewer's next run).
+// It runs on the stream's handler, or (shared store) on the stream's
+// renewer (cluster_lease.go), one renewal at a time.
 func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionstore.Lease, error) {
 	l, err := h.cfg.Store.RenewStream(g.ctx, lease, h.leaseTTL())
 	if errors.Is(err, sessionstore.ErrLeaseLost) {
@@ -290,7 +298,7 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	defer func() {
 		g.close(errStreamClosed)
-		bus.awaitRenew(g) // g.close cancelled it; the lease it returns is released below
+		bus.stopRenew(g) // g.close cancelled its renewal; the lease it returns is released below
 		sess.calls.forgetPings(g)
 		// The lease goes before the slot, so a GET that finds the slot
 		// free also finds the lease free.
@@ -320,6 +328,7 @@ func (h *Handler) runGet(g *getStream) {
 	if g.subs.session != nil {
 		bus.msgs = g.subs.session.Messages()
 		bus.stream = g.subs.stream.Messages()
+		bus.startRenew(h, g)
 	}
 	// The stream's headers say no more than they must: each one costs
 	// every idle stream memory (here and in the client), and the client
@@ -369,7 +378,7 @@ func (h *Handler) runGet(g *getStream) {
 			if g.beat == nil || !g.beat.Fired() {
 				continue
 			}
-			if g.tracker.Dead() && !bus.storeDown && !bus.renewing {
+			if g.tracker.Dead() && !bus.storeDown() {
 				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",
 					"session", sess.id, "unanswered_pings", g.tracker.Unanswered())
 				g.close(errDeadPeer)
@@ -379,10 +388,7 @@ func (h *Handler) runGet(g *getStream) {
 				return
 			}
 			if h.shared {
-				// Off the stream's goroutine: a slow store must not
-				// delay the stream (cluster_get.go).
-				bus.startRenew(h, g)
-				continue
+				continue // the lease is renewed on its own timer (cluster_lease.go)
 			}
 			l, err := h.renewLease(g, g.lease)
 			if err != nil {
@@ -390,19 +396,6 @@ func (h *Handler) runGet(g *getStream) {
 				return
 			}
 			g.lease = l
-			continue
-		case r := <-bus.renewed:
-			if bus.storeDown && !r.outage {
-				// Pongs POSTed to other replicas were lost while the
-				// store was down: judge the client from now on.
-				g.tracker.Forgive()
-			}
-			bus.renewing, bus.storeDown = false, r.outage
-			g.lease = r.lease
-			if r.err != nil {
-				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", sess.id, "err", r.err)
-				return
-			}
 			continue
 		case m, ok := <-bus.stream:
 			// Addressed to this stream by a pump on another replica.

@@ -67,6 +67,9 @@ type session struct {
 	// With replicas (pump.go): the goroutine forwarding this session's GET
 	// stream messages to the replica holding its stream, if running.
 	pump pumpState // guarded by mu
+	// With replicas (cluster_watch.go): the goroutine watching the
+	// session's bus while it runs requests here.
+	watch watchState // guarded by mu
 
 	stateless bool // an ephemeral session serving one stateless request
 }
@@ -176,6 +179,9 @@ func (s *session) beginWork(p *postStream) bool {
 		s.running.prevWork = p
 	}
 	s.running = p
+	if s.h.shared {
+		s.startWatchLocked()
+	}
 	return true
 }
 
@@ -253,6 +259,9 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	}
 	if s.pump.done != nil {
 		exits = append(exits, s.pump.done)
+	}
+	if s.watch.done != nil {
+		exits = append(exits, s.watch.done)
 	}
 	s.mu.Unlock()
 

@@ -4,7 +4,7 @@
 //
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
-//	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline:]
+//	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline-demo:]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
@@ -69,7 +69,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	debug := fs.Bool("debug", false, "also serve /debug/pprof/ and log at debug level")
 	everythingMode := fs.Bool("everything", false, "serve the MCP conformance suite's everything server instead of the demo tools")
 	redisURL := fs.String("redis", "", "Redis URL of a session store shared by replicas, e.g. redis://127.0.0.1:6379/0 (empty: in-memory store)")
-	redisPrefix := fs.String("redis-prefix", redisstore.DefaultPrefix, "prefix of the Redis keys; replicas sharing sessions use the same one")
+	redisPrefix := fs.String("redis-prefix", demoRedisPrefix,
+		"prefix of the Redis keys, named after the application: replicas sharing sessions use the same one, and nothing else on the Redis may")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,6 +79,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if *redisURL != "" {
 		if redisOpts, err = parseRedisURL(*redisURL); err != nil {
 			return err
+		}
+		if *redisPrefix == "" {
+			return errors.New("-redis-prefix must not be empty: it names the application whose sessions the replicas share")
 		}
 	}
 	level := slog.LevelInfo
@@ -148,6 +152,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 	return err
 }
+
+// demoRedisPrefix is -redis-prefix's default: the demo's server name, so
+// that its sessions never mix with another application's on a shared Redis.
+const demoRedisPrefix = "lifeline-demo:"
 
 // redisPingTimeout bounds the startup check that Redis answers.
 const redisPingTimeout = redisstore.DefaultOpTimeout

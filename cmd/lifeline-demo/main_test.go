@@ -410,7 +410,7 @@ func TestDemoWithRedis(t *testing.T) {
 	if rec, err := store.Get(ctx, c.SessionID); err != nil || rec.ID != c.SessionID {
 		t.Errorf("the session's record under prefix demo-test: is %+v, %v", rec, err)
 	}
-	defaultPrefix := redisstore.New(client, redisstore.Options{})
+	defaultPrefix := redisstore.New(client, redisstore.Options{Prefix: demoRedisPrefix})
 	defer defaultPrefix.Close()
 	if _, err := defaultPrefix.Get(ctx, c.SessionID); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("the session's record under the default prefix: %v, want ErrNotFound", err)
@@ -439,9 +439,12 @@ func startupLine(logs string) string {
 }
 
 // TestDemoReplicasShareSessions runs two demos on one Redis: a session
-// initialized on one is served by the other, and by the first again.
+// initialized on one is served by the other, and by the first again. The
+// session's record is under the demo's own default prefix (its server
+// name), not a prefix every lifeline application would share.
 func TestDemoReplicasShareSessions(t *testing.T) {
-	redisURL := "redis://" + testutil.StartRedis(t) + "/0"
+	redisAddr := testutil.StartRedis(t)
+	redisURL := "redis://" + redisAddr + "/0"
 	logs := newLogBuffer(t)
 	addrA, stopA := startDemo(t, logs, "-addr", "127.0.0.1:0", "-redis", redisURL)
 	addrB, stopB := startDemo(t, logs, "-addr", "127.0.0.1:0", "-redis", redisURL)
@@ -450,6 +453,16 @@ func TestDemoReplicasShareSessions(t *testing.T) {
 	c := rawClient(t, "http://"+addrA+"/mcp")
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatalf("initialize on replica A: %v", err)
+	}
+	client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	for prefix, want := range map[string]error{"lifeline-demo:": nil, "lifeline:": sessionstore.ErrNotFound} {
+		store := redisstore.New(client, redisstore.Options{Prefix: prefix})
+		_, err := store.Get(ctx, c.SessionID)
+		store.Close()
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("the session's record under prefix %q: %v, want %v", prefix, err, want)
+		}
 	}
 	c.URL = "http://" + addrB + "/mcp"
 	if got := callOK(ctx, t, c, "echo", map[string]any{"text": "on B"}); got != "on B" {
@@ -496,6 +509,20 @@ func TestDemoBadRedisURL(t *testing.T) {
 			t.Errorf("the error for -redis %q shows the password: %v", bad, err)
 		}
 		t.Logf("-redis %q: %v", bad, err)
+	}
+}
+
+// TestDemoEmptyRedisPrefix: an empty -redis-prefix fails startup with an
+// error naming the flag, before anything runs.
+func TestDemoEmptyRedisPrefix(t *testing.T) {
+	testutil.NoLeaks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ready := false
+	err := run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", "redis://127.0.0.1:6379/0", "-redis-prefix", ""}, io.Discard,
+		func(string) { ready = true })
+	if err == nil || !strings.Contains(err.Error(), "-redis-prefix") || ready {
+		t.Errorf("run with an empty -redis-prefix = %v (ready %t), want an error naming -redis-prefix", err, ready)
 	}
 }
 

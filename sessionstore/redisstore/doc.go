@@ -33,6 +33,14 @@
 // command or one Lua script, so each is atomic; times are the server's
 // (TIME).
 //
+// # The prefix
+//
+// Options.Prefix is required: every Store under one prefix on one Redis
+// serves the same sessions, so it names an application, not a library. Two
+// applications that shared a prefix would adopt, answer and terminate each
+// other's sessions; replicas of one application must share theirs. Name it
+// after the application (or its MCP server's name), e.g. "myapp:".
+//
 // # The bus
 //
 // Each Store has one pub/sub connection, on which it subscribes a session's

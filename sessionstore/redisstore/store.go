@@ -11,17 +11,26 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultPrefix        = "lifeline:"
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultCheckInterval = 15 * time.Second
 )
 
+// DefaultPrefix was the prefix of a Store made without one.
+//
+// Deprecated: New requires Options.Prefix. A prefix shared by default let
+// two unrelated applications on one Redis serve, and delete, each other's
+// sessions; name the prefix after the application instead.
+const DefaultPrefix = "lifeline:"
+
 // Options configure a Store. The zero value gives the defaults.
 type Options struct {
-	// Prefix starts every key and channel name (DefaultPrefix when empty).
-	// Stores that share sessions use the same prefix. On Redis Cluster it
-	// must contain a hash tag, e.g. "{lifeline}:", so that every key is in
-	// one slot: the scripts touch several keys at once.
+	// Prefix starts every key and channel name; it is required (New
+	// panics without one). Stores that share sessions (the replicas of
+	// one application) use the same prefix, and nothing else on the Redis
+	// may: a Store sees, serves and can terminate every session under its
+	// prefix. Name it after the application, e.g. "myapp:". On Redis
+	// Cluster it must contain a hash tag, e.g. "{myapp}:", so that every
+	// key is in one slot: the scripts touch several keys at once.
 	Prefix string
 	// OpTimeout bounds every call to Redis, on top of the caller's context
 	// (DefaultOpTimeout when <= 0). It bounds a hung server only if the
@@ -40,9 +49,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = DefaultOpTimeout
 	}
@@ -69,8 +75,14 @@ var _ sessionstore.Store = (*Store)(nil)
 
 // New returns a Store on client. It does not contact Redis: a Store made
 // while Redis is unreachable works once Redis answers. It starts the bus's
-// dispatcher goroutine, which Close stops.
+// dispatcher goroutine, which Close stops. It panics when opts.Prefix is
+// empty: which sessions a Store shares, and with whom, is the caller's to
+// say.
 func New(client redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		panic("redisstore: New without Options.Prefix: name one after the application (e.g. \"myapp:\"); " +
+			"replicas sharing sessions use the same prefix, and nothing else on the Redis may")
+	}
 	opts = opts.withDefaults()
 	s := &Store{client: client, opts: opts, scripts: newScripts()}
 	s.bus = newBus(client, busConfig{

@@ -1,0 +1,110 @@
+package streamable
+
+import (
+	"context"
+	"time"
+)
+
+// watchIdle is how long a session's watch outlives its last request: a
+// session serving one request after another keeps one subscription, rather
+// than subscribing for each.
+const watchIdle = time.Second
+
+// watchState is a session's watch on its bus, with replicas: while the
+// session runs requests on this replica (and for watchIdle after), one
+// goroutine holds a subscription to the session's bus, so that a
+// termination on another replica (DELETE, or expiry seen there), which the
+// store broadcasts by closing every subscription, ends the local copy at
+// once and cancels its running requests, with errEndedElsewhere as the
+// cause. Guarded by session.mu.
+type watchState struct {
+	done chan struct{} // closed when the running watch has exited; nil when none runs
+	work uint64        // requests begun so far: the watch exits once it stops moving
+}
+
+// startWatchLocked starts the session's watch unless one runs. It is called
+// by beginWork, with s.mu held, for a shared store only.
+func (s *session) startWatchLocked() {
+	s.watch.work++
+	if s.watch.done != nil || s.stateless {
+		return
+	}
+	s.watch.done = make(chan struct{})
+	go s.runWatch(s.watch.done)
+}
+
+// runWatch subscribes to the session's bus and waits for the subscription
+// to close (the session ended in the store, or the store dropped it), for
+// the session to end here, or for it to have had no request for watchIdle.
+// A session the store says is gone is terminated here, after the watch has
+// marked itself exited (termination waits for a running watch).
+func (s *session) runWatch(done chan struct{}) {
+	ended := s.watchBus(done)
+	s.mu.Lock()
+	if s.watch.done == done {
+		s.watch.done = nil
+	}
+	s.mu.Unlock()
+	close(done)
+	if ended {
+		s.h.log.Debug("lifeline: session ended on another replica; ending its requests here", "session", s.id)
+		s.terminate(context.Background(), errEndedElsewhere)
+	}
+}
+
+// watchBus is the watch itself; it reports whether the session ended in
+// the store. Everything published on the bus is for others (replies are
+// taken by the requests and streams waiting for them) and is dropped.
+func (s *session) watchBus(done chan struct{}) bool {
+	sub, err := s.h.cfg.Store.Subscribe(s.ctx, s.id)
+	switch {
+	case isGone(err):
+		return s.ctx.Err() == nil
+	case err != nil:
+		if s.ctx.Err() == nil {
+			s.h.log.Debug("lifeline: cannot watch the session's bus; a termination elsewhere is seen at the next store check",
+				"session", s.id, "err", err)
+		}
+		return false
+	}
+	defer sub.Close()
+	idle := time.NewTimer(watchIdle)
+	defer idle.Stop()
+	seen := s.watchedWork()
+	for {
+		select {
+		case _, ok := <-sub.Messages():
+			if !ok {
+				return s.ctx.Err() == nil && s.h.endedInStore(s.id)
+			}
+		case <-s.ctx.Done():
+			return false
+		case <-idle.C:
+			if s.watchMayExit(done, seen) {
+				return false
+			}
+			seen = s.watchedWork()
+			idle.Reset(watchIdle)
+		}
+	}
+}
+
+func (s *session) watchedWork() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watch.work
+}
+
+// watchMayExit ends the watch if the session runs no request and began
+// none since seen; a request begun later starts a new one.
+func (s *session) watchMayExit(done chan struct{}, seen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.work > 0 || s.watch.work != seen {
+		return false
+	}
+	if s.watch.done == done {
+		s.watch.done = nil
+	}
+	return true
+}
