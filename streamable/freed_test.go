@@ -35,7 +35,7 @@ func heapGrowth(before uint64) uint64 {
 	return 0
 }
 
-// bigInitialize sends an initialize whose params carry 1 MiB the server
+// bigInitialize sends an initialize whose params carry bigBytes the server
 // ignores, and returns the answer.
 func bigInitialize(t *testing.T, c *testutil.Client) *testutil.Response {
 	t.Helper()
@@ -44,7 +44,7 @@ func bigInitialize(t *testing.T, c *testutil.Client) *testutil.Response {
 		"protocolVersion": testutil.ProtocolVersion,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "big", "version": "1"},
-		"padding":         strings.Repeat("x", 1<<20),
+		"padding":         strings.Repeat("x", bigBytes),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,14 +76,18 @@ func (r *idRecorder) all() []string {
 	return append([]string(nil), r.ids...)
 }
 
-// bigSessions is how many 1 MiB initializes the tests below send
-// (LIFELINE_BIG_SESSIONS overrides it, to measure).
-var bigSessions = func() int {
+// bigSessions is how many big messages (of bigBytes each) the memory tests
+// send: 12 of 256 KiB, or to measure, LIFELINE_BIG_SESSIONS of 1 MiB.
+var bigSessions, bigBytes = func() (int, int) {
 	if n, err := strconv.Atoi(os.Getenv("LIFELINE_BIG_SESSIONS")); err == nil && n > 0 {
-		return n
+		return n, 1 << 20
 	}
-	return 12
+	return 12, 256 << 10
 }()
+
+// heapBound is how much the heap may grow while the tests below send
+// bigSessions big messages: a quarter of what they send.
+func heapBound() uint64 { return uint64(bigSessions*bigBytes) / 4 }
 
 // Ended sessions are freed: after DELETE the store keeps only a small
 // tombstone (not the client's initialize params), and once the tombstones
@@ -112,8 +116,8 @@ func TestEndedSessionsAreFreed(t *testing.T) {
 		t.Fatalf("%d live sessions, want 0", n)
 	}
 	tombs := heapGrowth(before)
-	t.Logf("heap after %d x (1 MiB initialize + DELETE): +%d KiB", bigSessions, tombs>>10)
-	if tombs > 4<<20 {
+	t.Logf("heap after %d x (%d KiB initialize + DELETE): +%d KiB", bigSessions, bigBytes>>10, tombs>>10)
+	if tombs > heapBound() {
 		t.Fatalf("heap grew %d KiB for %d ended sessions; their tombstones keep what they were sent", tombs>>10, bigSessions)
 	}
 	clock.Advance(ttl + time.Minute)
@@ -135,7 +139,7 @@ func TestLiveSessionKeepsOneCopyOfItsParams(t *testing.T) {
 		wantStatus(t, "initialize", resp.Status, http.StatusOK, resp.Body)
 	}
 	grew := heapGrowth(before)
-	t.Logf("heap after %d live sessions of 1 MiB initialize each: +%d KiB", bigSessions, grew>>10)
+	t.Logf("heap after %d live sessions of %d KiB initialize each: +%d KiB", bigSessions, bigBytes>>10, grew>>10)
 	for _, id := range ids.all() {
 		rec, err := store.Get(context.Background(), id)
 		if err != nil {
@@ -145,7 +149,7 @@ func TestLiveSessionKeepsOneCopyOfItsParams(t *testing.T) {
 			t.Fatalf("the default store keeps %d bytes of %s's initialize params", len(rec.ClientInfo), id)
 		}
 	}
-	if grew > 4<<20 {
+	if grew > heapBound() {
 		t.Fatalf("heap grew %d KiB for %d sessions", grew>>10, bigSessions)
 	}
 }
@@ -164,14 +168,14 @@ func TestRefusedInitializeLeavesNothing(t *testing.T) {
 		wantStatus(t, "initialize beyond MaxSessions", resp.Status, http.StatusServiceUnavailable, resp.Body)
 	}
 	grew := heapGrowth(before)
-	t.Logf("heap after %d refused 1 MiB initializes: +%d KiB", bigSessions, grew>>10)
+	t.Logf("heap after %d refused %d KiB initializes: +%d KiB", bigSessions, bigBytes>>10, grew>>10)
 	refused := ids.all()[1:]
 	for _, id := range refused {
 		if _, err := store.Get(context.Background(), id); !errors.Is(err, sessionstore.ErrNotFound) {
 			t.Fatalf("Get of refused %s: %v, want ErrNotFound (no record, no tombstone)", id, err)
 		}
 	}
-	if grew > 4<<20 {
+	if grew > heapBound() {
 		t.Fatalf("heap grew %d KiB for %d refused initializes", grew>>10, bigSessions)
 	}
 }
