@@ -58,8 +58,7 @@ type session struct {
 
 	mu      sync.Mutex // guards the fields below
 	get     *getStream
-	held    []mcp.JSONRPCNotification // taken off small, oldest first, until q is made
-	carry   [][]byte                  // messages a failed stream took but could not write
+	carry   [][]byte // messages a failed stream took but could not write
 	posts   map[*sseStream]struct{}
 	work    int           // running POST requests
 	running *postStream   // the running requests, linked by prevWork/nextWork
@@ -71,6 +70,9 @@ type session struct {
 	// With replicas (pump.go): the goroutine forwarding this session's GET
 	// stream messages to the replica holding its stream, if running.
 	pump pumpState // guarded by mu
+
+	// What was taken off small, oldest first, until q is made. Guarded by mu.
+	held []mcp.JSONRPCNotification
 
 	stateless bool // an ephemeral session serving one stateless request
 }
