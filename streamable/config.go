@@ -66,7 +66,9 @@ type Config struct {
 	// stream's write deadline is cut to at
 	// most 1 s for the rest of its life, so a stream whose client stopped
 	// reading is closed (its client reconnects to what is queued); a server
-	// request that finds its queue full fails with an error. Default 512.
+	// request that finds its queue full fails with an error. A session
+	// that has no stream holds what it is sent in memory that grows with
+	// it, within the same bound, until a stream takes it. Default 512.
 	QueueSize int
 	// RequestQueueSize bounds the queues of one request's own stream (a
 	// POST answered with SSE: progress and logging during a tool call, and
