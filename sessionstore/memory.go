@@ -19,7 +19,7 @@ const MemoryBusBuffer = 256
 // MemoryTombstones bounds how many terminated sessions a Memory remembers.
 // Past it, Terminate forgets the tombstone closest to lapsing: that id then
 // gets ErrNotFound instead of ErrTerminated, before its time.
-const MemoryTombstones = 1 << 16
+const MemoryTombstones = 1 << 14
 
 // Memory is the in-process Store, the default for a single replica. The
 // zero value is not usable; call NewMemory.
