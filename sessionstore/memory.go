@@ -16,21 +16,38 @@ const TombstoneTTL = time.Hour
 // Publish reports it as full.
 const MemoryBusBuffer = 256
 
+// MemoryTombstones bounds how many terminated sessions a Memory remembers.
+// Past it, Terminate forgets the tombstone closest to lapsing: that id then
+// gets ErrNotFound instead of ErrTerminated, before its time.
+const MemoryTombstones = 1 << 14
+
 // Memory is the in-process Store, the default for a single replica. The
 // zero value is not usable; call NewMemory.
+//
+// Memory frees what lapses by itself, without a goroutine: every Create,
+// Terminate and Remove drops a few of the records and tombstones that
+// lapsed (those first due), Count and Sweep drop all of them, and looking
+// an id up drops its own. A tombstone keeps only the id and when it lapses.
 type Memory struct {
 	now func() time.Time
 
 	mu       sync.Mutex
-	sessions map[string]*memoryEntry
+	sessions map[string]*memoryEntry // live records
+	tombs    map[string]time.Time    // terminated ids: when each tombstone lapses
+	liveDue  dueHeap                 // when live records may lapse (see memoryEntry.due)
+	tombDue  dueHeap                 // when tombstones lapse
+	// The largest each map has been since it was last remade (shrink).
+	sessionsPeak, tombsPeak int
 }
 
 type memoryEntry struct {
-	rec        Record
-	ttl        time.Duration
-	terminated bool
-	lease      *Lease
-	subs       map[*memorySub]struct{}
+	rec   Record
+	ttl   time.Duration
+	lease *Lease
+	subs  map[*memorySub]struct{}
+	// due is the earliest time in liveDue for this id (zero: none). It is
+	// never after rec.ExpiresAt, so a sweep finds every lapsed record.
+	due time.Time
 }
 
 // NewMemory returns an empty in-memory store. now supplies the time for
@@ -39,7 +56,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, sessions: make(map[string]*memoryEntry)}
+	return &Memory{now: now, sessions: make(map[string]*memoryEntry), tombs: make(map[string]time.Time)}
 }
 
 func expiry(now time.Time, ttl time.Duration) time.Time {
@@ -51,19 +68,22 @@ func expiry(now time.Time, ttl time.Duration) time.Time {
 
 func lapsed(now, at time.Time) bool { return !at.IsZero() && !now.Before(at) }
 
-// lookup returns the entry for id, dropping it if it has lapsed. Callers
-// hold m.mu.
+// lookup returns the live entry for id, dropping it if it has lapsed, or
+// ErrTerminated for a tombstone that has not. Callers hold m.mu.
 func (m *Memory) lookup(id string) (*memoryEntry, error) {
 	e, ok := m.sessions[id]
 	if !ok {
+		if at, ok := m.tombs[id]; ok {
+			if !lapsed(m.now(), at) {
+				return nil, ErrTerminated
+			}
+			delete(m.tombs, id)
+		}
 		return nil, ErrNotFound
 	}
 	if lapsed(m.now(), e.rec.ExpiresAt) {
 		m.drop(id, e)
 		return nil, ErrNotFound
-	}
-	if e.terminated {
-		return e, ErrTerminated
 	}
 	return e, nil
 }
@@ -88,7 +108,11 @@ func (m *Memory) Create(_ context.Context, rec Record, ttl time.Duration) error 
 	}
 	rec.ExpiresAt = expiry(now, ttl)
 	rec.ClientInfo = slices.Clone(rec.ClientInfo)
-	m.sessions[rec.ID] = &memoryEntry{rec: rec, ttl: ttl, subs: make(map[*memorySub]struct{})}
+	e := &memoryEntry{rec: rec, ttl: ttl, subs: make(map[*memorySub]struct{})}
+	m.sessions[rec.ID] = e
+	m.sessionsPeak = max(m.sessionsPeak, len(m.sessions))
+	m.scheduleLive(rec.ID, e)
+	m.sweepLocked(now, sweepBudget)
 	return nil
 }
 
@@ -128,6 +152,7 @@ func (m *Memory) Touch(_ context.Context, id string, ttl time.Duration) error {
 	}
 	e.ttl = ttl
 	e.rec.ExpiresAt = expiry(m.now(), ttl)
+	m.scheduleLive(id, e)
 	return nil
 }
 
@@ -142,32 +167,38 @@ func (m *Memory) Terminate(_ context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	e.terminated = true
-	e.lease = nil
-	for s := range e.subs {
-		s.closeLocked()
-	}
+	m.drop(id, e)
 	// The tombstone answers ErrTerminated for as long as the session would
 	// have lived (TombstoneTTL for a session without expiry), then lapses.
+	// It keeps the id and that time, nothing of the record.
 	ttl := e.ttl
 	if ttl <= 0 {
 		ttl = TombstoneTTL
 	}
-	e.rec.ExpiresAt = expiry(m.now(), ttl)
+	now := m.now()
+	m.addTomb(id, expiry(now, ttl))
+	m.sweepLocked(now, sweepBudget)
 	return nil
 }
 
-// Count implements Store.
+// Remove implements Store.
+func (m *Memory) Remove(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.sessions[id]; ok {
+		m.drop(id, e)
+	}
+	delete(m.tombs, id)
+	m.sweepLocked(m.now(), sweepBudget)
+	return nil
+}
+
+// Count implements Store. It drops every record and tombstone that lapsed.
 func (m *Memory) Count(_ context.Context) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for id := range m.sessions {
-		if _, err := m.lookup(id); err == nil {
-			n++
-		}
-	}
-	return n, nil
+	m.sweepLocked(m.now(), -1)
+	return len(m.sessions), nil
 }
 
 // AcquireStream implements Store.

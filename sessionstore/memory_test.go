@@ -187,8 +187,8 @@ func TestTerminateTombstone(t *testing.T) {
 	_, err := m.Subscribe(ctx, "s")
 	wantErr(t, "Subscribe terminated", err, ErrTerminated)
 	// Terminate dropped the lease; the tombstone refuses stream operations.
-	if e := m.sessions["s"]; e == nil || e.lease != nil {
-		t.Fatalf("tombstone entry = %+v, want present with nil lease", e)
+	if _, live := m.sessions["s"]; live || m.tombs["s"].IsZero() {
+		t.Fatalf("after Terminate: live record %v, tombstone %v; want only a tombstone", live, m.tombs["s"])
 	}
 	_, _, err = m.StreamHolder(ctx, "s")
 	wantErr(t, "StreamHolder terminated", err, ErrTerminated)
@@ -424,4 +424,98 @@ func TestBusTopics(t *testing.T) {
 	}
 	wantErr(t, "Terminate", m.Terminate(ctx, "s"), nil)
 	recv(t, topic, 0, true) // termination closes topic subscriptions too
+}
+
+// Records and tombstones that lapse are freed without anyone looking their
+// ids up: a little on every Create, Terminate and Remove, all of them on
+// Count and Sweep. A tombstone keeps nothing of the record.
+func TestLapsedEntriesAreFreedWithoutLookup(t *testing.T) {
+	m, clk := newStore()
+	big := make([]byte, 1<<10)
+	for i := range 200 {
+		id := fmt.Sprint("s", i)
+		wantErr(t, "Create", m.Create(ctx, Record{ID: id, ClientInfo: big}, time.Minute), nil)
+		if i%2 == 0 {
+			wantErr(t, "Terminate", m.Terminate(ctx, id), nil)
+		}
+	}
+	if len(m.sessions) != 100 || len(m.tombs) != 100 {
+		t.Fatalf("%d records and %d tombstones, want 100 and 100", len(m.sessions), len(m.tombs))
+	}
+	clk.Advance(2 * time.Minute)
+	// One Create frees up to sweepBudget of them, the earliest due first.
+	mustCreate(t, m, "new", time.Hour)
+	if n := len(m.sessions) + len(m.tombs); n != 200+1-sweepBudget {
+		t.Fatalf("%d entries after one Create, want %d", n, 200+1-sweepBudget)
+	}
+	m.Sweep()
+	if len(m.sessions) != 1 || len(m.tombs) != 0 || m.liveDue.Len() != 1 || m.tombDue.Len() != 0 {
+		t.Fatalf("after Sweep: %d records, %d tombstones, %d+%d due; want 1, 0, 1+0",
+			len(m.sessions), len(m.tombs), m.liveDue.Len(), m.tombDue.Len())
+	}
+	wantGet(t, m, "s0", ErrNotFound)
+	wantGet(t, m, "s1", ErrNotFound)
+
+	// A touched record is not swept before its new expiry.
+	clk.Advance(59 * time.Minute)
+	wantErr(t, "Touch", m.Touch(ctx, "new", time.Hour), nil)
+	clk.Advance(30 * time.Minute)
+	m.Sweep()
+	wantGet(t, m, "new", nil)
+	clk.Advance(30 * time.Minute)
+	wantCount(t, m, 0)
+	if len(m.sessions) != 0 || m.liveDue.Len() != 0 {
+		t.Fatalf("after Count: %d records, %d due; want none", len(m.sessions), m.liveDue.Len())
+	}
+}
+
+// A record whose ttl Touch shortens is swept at its new, earlier expiry.
+func TestSweepAfterShorterTouch(t *testing.T) {
+	m, clk := newStore()
+	mustCreate(t, m, "s", time.Hour)
+	mustCreate(t, m, "forever", 0)
+	wantErr(t, "Touch", m.Touch(ctx, "s", time.Minute), nil)
+	wantErr(t, "Touch forever", m.Touch(ctx, "forever", time.Minute), nil)
+	clk.Advance(time.Minute)
+	m.Sweep()
+	if len(m.sessions) != 0 {
+		t.Fatalf("%d records left, want 0", len(m.sessions))
+	}
+}
+
+// Tombstones are bounded: past MemoryTombstones, the one closest to
+// lapsing is forgotten.
+func TestTombstonesAreBounded(t *testing.T) {
+	m, clk := newStore()
+	for i := range MemoryTombstones + 10 {
+		id := fmt.Sprint("s", i)
+		mustCreate(t, m, id, time.Hour)
+		wantErr(t, "Terminate", m.Terminate(ctx, id), nil)
+		clk.Advance(time.Millisecond)
+	}
+	if len(m.tombs) != MemoryTombstones {
+		t.Fatalf("%d tombstones, want %d", len(m.tombs), MemoryTombstones)
+	}
+	wantGet(t, m, "s9", ErrNotFound)
+	wantGet(t, m, "s10", ErrTerminated)
+	wantGet(t, m, fmt.Sprint("s", MemoryTombstones+9), ErrTerminated)
+}
+
+// Remove leaves nothing: no record, tombstone or lease, subscriptions end.
+func TestRemove(t *testing.T) {
+	m, _ := newStore()
+	mustCreate(t, m, "s", time.Minute)
+	acquire(t, m, "s", "a", 0, nil)
+	sub := subscribe(t, m, "s")
+	wantErr(t, "Remove", m.Remove(ctx, "s"), nil)
+	recv(t, sub, 0, true)
+	wantGet(t, m, "s", ErrNotFound)
+	wantErr(t, "Remove again", m.Remove(ctx, "s"), nil)
+	mustCreate(t, m, "s", time.Minute)
+	wantErr(t, "Terminate", m.Terminate(ctx, "s"), nil)
+	wantErr(t, "Remove tombstone", m.Remove(ctx, "s"), nil)
+	wantGet(t, m, "s", ErrNotFound)
+	if len(m.sessions) != 0 || len(m.tombs) != 0 {
+		t.Fatalf("%d records, %d tombstones after Remove; want none", len(m.sessions), len(m.tombs))
+	}
 }

@@ -77,6 +77,12 @@ type Store interface {
 	// the tombstone lapses after the record's last ttl. It returns ErrNotFound
 	// for an unknown or expired id and is idempotent for terminated ones.
 	Terminate(ctx context.Context, id string) error
+	// Remove deletes the session's record or tombstone and its lease, and
+	// ends every subscription of its bus, leaving no tombstone: afterwards
+	// Get returns ErrNotFound. It is for a session that was created but
+	// never served (its initialize was refused or failed). Removing an
+	// unknown id is not an error.
+	Remove(ctx context.Context, id string) error
 	// Count reports how many live (not expired, not terminated) sessions exist.
 	Count(ctx context.Context) (int, error)
 

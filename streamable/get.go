@@ -163,6 +163,7 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 	}
 	sess.mu.Lock()
 	sess.get = g
+	sess.claimHeldLocked() // what was sent before it goes first
 	sess.mu.Unlock()
 	// A pump forwarding this session's messages elsewhere stops, and what
 	// it holds goes ahead of the queues, for this stream.
@@ -342,10 +343,10 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	// The session's queues are made when something is first sent to it;
 	// an idle stream is woken for that instead of making them.
-	var notes chan mcp.JSONRPCNotification
+	var notes, late chan mcp.JSONRPCNotification
 	var reqs chan []byte
 	if q := sess.q.Load(); q != nil {
-		notes, reqs = q.notifications, q.requests
+		notes, reqs, late = q.notifications, q.requests, sess.lateQueue()
 	}
 	carry := sess.takeCarry()
 	for i, msg := range carry {
@@ -358,10 +359,20 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	for {
 		var msg []byte
+		// A send that raced the queues' making is read once they are
+		// empty: the sender's earlier messages are in them (idle_queue.go).
+		lateNow := late
+		if len(notes) > 0 {
+			lateNow = nil
+		}
 		select {
 		case <-g.ctx.Done():
 			return
 		case n := <-notes:
+			if msg = h.encodeNotification(sess.id, n); msg == nil {
+				continue
+			}
+		case n := <-lateNow:
 			if msg = h.encodeNotification(sess.id, n); msg == nil {
 				continue
 			}
@@ -372,7 +383,7 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			if notes == nil {
 				if q := sess.q.Load(); q != nil {
-					notes, reqs = q.notifications, q.requests
+					notes, reqs, late = q.notifications, q.requests, sess.lateQueue()
 				}
 			}
 			if g.beat == nil || !g.beat.Fired() {

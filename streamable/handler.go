@@ -445,4 +445,8 @@ func (h *Handler) sweepOnce() {
 			h.log.Warn("lifeline: store check failed", "session", s.id, "err", err)
 		}
 	}
+	// The default store frees what lapsed as it goes; this frees the rest.
+	if m, ok := h.cfg.Store.(interface{ Sweep() }); ok {
+		m.Sweep()
+	}
 }

@@ -142,7 +142,13 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 	sess.life.Lock()
 	defer sess.life.Unlock()
 	// The record goes first: a session the handler holds always has one.
-	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: env.Params}, h.cfg.IdleTTL); err != nil {
+	// Only replicas that adopt the session read the client's initialize
+	// params back; alone, mcp-go's parsed copy is the only one kept.
+	var params []byte
+	if h.shared {
+		params = env.Params
+	}
+	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: params}, h.cfg.IdleTTL); err != nil {
 		if errors.Is(err, sessionstore.ErrExists) {
 			return nil, nil, errInternal("the session id generator repeated an id")
 		}
@@ -161,7 +167,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 		h.discardLocked(sess)
 		return nil, resp, nil
 	}
-	rec := sessionstore.Record{ID: id, ProtocolVersion: sess.ProtocolVersion(), ClientInfo: env.Params}
+	rec := sessionstore.Record{ID: id, ProtocolVersion: sess.ProtocolVersion(), ClientInfo: params}
 	if err := h.cfg.Store.Update(ctx, rec); err != nil {
 		if h.shared {
 			// Other replicas would adopt it without its protocol
@@ -174,17 +180,20 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 	return sess, resp, nil
 }
 
+// dropRecord removes the record of a session that never served a request:
+// its client never learnt the id, so nothing, not even a tombstone, is kept.
 func (h *Handler) dropRecord(id string) {
-	if err := h.cfg.Store.Terminate(context.Background(), id); err != nil && !isGone(err) {
-		h.log.Warn("lifeline: store terminate of a refused session", "session", id, "err", err)
+	if err := h.cfg.Store.Remove(context.Background(), id); err != nil {
+		h.log.Warn("lifeline: store remove of a refused session", "session", id, "err", err)
 	}
 }
 
-// discardLocked removes a session that never got to serve a request.
-// Callers hold sess.life.
+// discardLocked removes a session that never got to serve a request, and
+// its record. Callers hold sess.life.
 func (h *Handler) discardLocked(sess *session) {
 	if started, _ := sess.beginTerminate(errDeleted); started {
 		sess.finishTerminate(context.Background(), errDeleted)
+		h.dropRecord(sess.id)
 	}
 }
 

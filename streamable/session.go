@@ -47,8 +47,11 @@ type session struct {
 	// first use (queues). Only the live GET handler (or, with replicas, the
 	// pump) reads them; between streams they stay queued for the next one.
 	q     atomic.Pointer[sessionQueues]
-	qOnce sync.Once
 	qMade chan struct{} // closed once q is set
+	// Until q is made, what mcp-go sends lands in small, a few slots that
+	// each send empties into held (idle_queue.go): a session without a
+	// stream holds what it is sent, not two QueueSize channels.
+	small atomic.Pointer[chan mcp.JSONRPCNotification]
 
 	life  sync.Mutex // serializes creation and GET admission with termination
 	state atomic.Int32
@@ -70,6 +73,9 @@ type session struct {
 	// With replicas (cluster_watch.go): the goroutine watching the
 	// session's bus while it runs requests here.
 	watch watchState // guarded by mu
+
+	// What was taken off small, oldest first, until q is made. Guarded by mu.
+	held []mcp.JSONRPCNotification
 
 	stateless bool // an ephemeral session serving one stateless request
 }
@@ -94,7 +100,13 @@ func (s *session) SessionID() string { return s.id }
 // NotificationChannel implements server.ClientSession: what mcp-go sends
 // here goes on the session's GET stream.
 func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification {
-	return s.queues().notifications
+	if q := s.q.Load(); q != nil {
+		return q.notifications
+	}
+	if s.h.shared {
+		return s.queues().notifications
+	}
+	return s.idleChannel()
 }
 
 // sessionQueues are a session's queues for its GET stream.
@@ -104,33 +116,35 @@ type sessionQueues struct {
 }
 
 // queues returns the session's queues, making them on first use: a
-// session that is never sent anything and never opens a stream costs no
-// QueueSize channels (which are most of a session's memory).
+// session that is sent nothing while it has no stream (or pump) and makes
+// no server request costs no QueueSize channels (which are most of a
+// session's memory).
 func (s *session) queues() *sessionQueues {
 	if q := s.q.Load(); q != nil {
 		return q
 	}
-	s.qOnce.Do(func() {
-		s.q.Store(&sessionQueues{
-			notifications: make(chan mcp.JSONRPCNotification, s.h.cfg.QueueSize),
-			requests:      make(chan []byte, s.h.cfg.QueueSize),
-		})
-		close(s.qMade)
+	s.mu.Lock()
+	q, made := s.makeQueuesLocked()
+	g := s.get
+	s.mu.Unlock()
+	if made && g != nil {
 		// A stream that found no queues waits to be told.
-		if g := s.liveGet(); g != nil {
-			g.signal()
-		}
-	})
-	return s.q.Load()
+		g.signal()
+	}
+	return q
 }
 
 // queuedInQueues counts what waits in the queues, without making them.
+// Callers hold s.mu.
 func (s *session) queuedInQueues() int {
-	q := s.q.Load()
-	if q == nil {
-		return 0
+	n := len(s.held)
+	if sm := s.small.Load(); sm != nil {
+		n += len(*sm)
 	}
-	return len(q.notifications) + len(q.requests)
+	if q := s.q.Load(); q != nil {
+		n += len(q.notifications) + len(q.requests)
+	}
+	return n
 }
 
 // UpgradeToSSEWhenReceiveNotification implements
@@ -140,7 +154,16 @@ func (s *session) queuedInQueues() int {
 // the sender) and the GET stream is squeezed, so that if its client stopped
 // reading it is closed at once and the client reconnects to what is queued.
 func (s *session) UpgradeToSSEWhenReceiveNotification() {
-	q := s.queues()
+	q := s.q.Load()
+	if q == nil && !s.h.shared && s.holdIdle() {
+		return
+	}
+	if q == nil {
+		q = s.queues()
+	}
+	if sm := s.small.Load(); sm != nil && len(*sm) > 0 {
+		s.rescueLate(q)
+	}
 	if len(q.notifications) < cap(q.notifications) {
 		if s.h.shared {
 			s.ensurePump(true)

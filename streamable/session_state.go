@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -122,13 +123,29 @@ func (s *mcpState) SetSessionResourceTemplates(t map[string]server.ServerResourc
 }
 
 // SubscribeToResource implements server.SessionWithResourceSubscriptions.
-func (s *mcpState) SubscribeToResource(uri string) {
+// mcp-go calls the session's SubscribeToResourceErr instead; a URI beyond
+// the bounds it checks is not recorded.
+func (s *mcpState) SubscribeToResource(uri string) { _ = s.addSubscription(uri) }
+
+// addSubscription records a subscription within MaxSubscriptionURIBytes
+// and MaxSubscriptionsPerSession.
+func (s *mcpState) addSubscription(uri string) error {
+	if len(uri) > MaxSubscriptionURIBytes {
+		return fmt.Errorf("resource URI is %d bytes long; at most %d are accepted", len(uri), MaxSubscriptionURIBytes)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.subscriptions[uri]; ok {
+		return nil
+	}
+	if len(s.subscriptions) >= MaxSubscriptionsPerSession {
+		return fmt.Errorf("the session already has %d resource subscriptions, the most allowed; unsubscribe from one first", MaxSubscriptionsPerSession)
+	}
 	if s.subscriptions == nil {
 		s.subscriptions = make(map[string]struct{})
 	}
 	s.subscriptions[uri] = struct{}{}
+	return nil
 }
 
 // UnsubscribeFromResource implements server.SessionWithResourceSubscriptions.

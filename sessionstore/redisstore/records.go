@@ -125,6 +125,15 @@ func (s *Store) Terminate(ctx context.Context, id string) error {
 	return s.gone(id, err)
 }
 
+// Remove implements sessionstore.Store. Like Terminate, it returns once
+// this Store's own subscriptions to the session are closed.
+func (s *Store) Remove(ctx context.Context, id string) error {
+	_, _, err := s.status(ctx, fmt.Sprintf("remove session %q", id), s.scripts.remove,
+		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)}, id, s.channel(id), frameTerminate)
+	s.bus.end(s.channel(id))
+	return err
+}
+
 // Count implements sessionstore.Store. It prunes the index of sessions that
 // lapsed (and their leases) as it goes.
 func (s *Store) Count(ctx context.Context) (int, error) {

@@ -210,3 +210,57 @@ func TestCount(t *testing.T) {
 		t.Fatal("the lapsed session's lease was not pruned")
 	}
 }
+
+// A tombstone keeps only what answers ErrTerminated: not the client's
+// initialize parameters, which may be as large as a request body.
+func TestTombstoneKeepsNoClientInfo(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{})
+	big := make([]byte, 64<<10)
+	for i := range big {
+		big[i] = 'x'
+	}
+	rec := sessionstore.Record{ID: "s", ProtocolVersion: "2025-06-18", ClientInfo: big}
+	wantErr(t, "Create", s.Create(t.Context(), rec, time.Minute), nil)
+	wantErr(t, "Terminate", s.Terminate(t.Context(), "s"), nil)
+	wantGet(t, s, "s", sessionstore.ErrTerminated)
+	fields, err := e.raw.HKeys(t.Context(), prefix+"session:s").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		if f == "ci" || f == "v" {
+			t.Fatalf("tombstone fields %q still hold %q", fields, f)
+		}
+	}
+}
+
+// Remove leaves nothing of a session: no record, tombstone, lease or
+// index entry, and its subscriptions end.
+func TestRemove(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{})
+	other := e.store(t, redisstore.Options{})
+	mustCreate(t, s, "s", time.Minute)
+	acquire(t, s, "s", "a", 0, nil)
+	sub, far := subscribe(t, s, "s"), subscribe(t, other, "s")
+	wantErr(t, "Remove", s.Remove(t.Context(), "s"), nil)
+	wantGet(t, s, "s", sessionstore.ErrNotFound)
+	for _, key := range []string{prefix + "session:s", prefix + "lease:s"} {
+		if e.exists(t, key) {
+			t.Fatalf("%s outlived Remove", key)
+		}
+	}
+	if n := e.raw.ZCard(t.Context(), prefix+"sessions").Val(); n != 0 {
+		t.Fatalf("index holds %d ids after Remove, want 0", n)
+	}
+	closed(t, sub)
+	closed(t, far)
+	wantErr(t, "Remove again", s.Remove(t.Context(), "s"), nil)
+	wantErr(t, "Create after Remove", s.Create(t.Context(), sessionstore.Record{ID: "s"}, time.Minute), nil)
+
+	// A tombstone goes too.
+	wantErr(t, "Terminate", s.Terminate(t.Context(), "s"), nil)
+	wantErr(t, "Remove tombstone", s.Remove(t.Context(), "s"), nil)
+	wantGet(t, s, "s", sessionstore.ErrNotFound)
+}

@@ -109,10 +109,23 @@ if st then return {st} end
 local ttl = tonumber(redis.call('HGET', KEYS[1], 't'))
 if ttl <= 0 then ttl = tonumber(ARGV[3]) end
 redis.call('HSET', KEYS[1], 's', 'terminated', 'e', now_ms() + ttl)
+-- A tombstone keeps only what answers TERMINATED.
+redis.call('HDEL', KEYS[1], 'v', 'ci')
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('DEL', KEYS[3])
 redis.call('PUBLISH', ARGV[2], ARGV[4])
+return {'OK'}
+`
+
+// KEYS: record, index, lease. ARGV: id, channel, termination frame. The
+// record (or tombstone) goes without a trace; subscribers are told as on
+// Terminate, if there was one.
+const luaRemove = `
+local existed = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[3])
+if existed == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
 return {'OK'}
 `
 
@@ -192,6 +205,7 @@ return {'OK'}
 // back to EVAL when the server does not know it (after a restart).
 type scripts struct {
 	create, update, touch, terminate, count *redis.Script
+	remove                                  *redis.Script
 	acquire, renew, release, holder         *redis.Script
 	publish                                 *redis.Script
 }
@@ -203,6 +217,7 @@ func newScripts() scripts {
 		touch:     redis.NewScript(luaTouch),
 		terminate: redis.NewScript(luaTerminate),
 		count:     redis.NewScript(luaCount),
+		remove:    redis.NewScript(luaRemove),
 		acquire:   redis.NewScript(luaAcquire),
 		renew:     redis.NewScript(luaRenew),
 		release:   redis.NewScript(luaRelease),
