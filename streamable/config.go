@@ -142,15 +142,6 @@ type Config struct {
 	// session notifications wait in the queue (and are refused when it is
 	// full); request-scoped messages still stream on POST responses.
 	DisableStreaming bool
-	// ResourceExists, when set, tells resources/subscribe whether a URI
-	// names a resource, for URIs the transport cannot find itself: it finds
-	// the MCPServer's resources, the session's resources and the URIs that
-	// match the session's resource templates, but mcp-go does not expose the
-	// MCPServer's resource templates. A server whose templates' resources
-	// can be subscribed to must set it. Default nil: a subscribe to any
-	// other URI is refused (RESOURCE_NOT_FOUND). It is called on the
-	// request's goroutine and must be safe for concurrent use.
-	ResourceExists func(uri string) bool
 	// NewSessionID generates session ids; they must be unique, unguessable
 	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
 	NewSessionID func() string

@@ -1,6 +1,12 @@
 package streamable
 
-import "fmt"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
 
 // Bounds on a session's resource subscriptions (resources/subscribe). A
 // subscribe beyond them is answered with an error naming the bound.
@@ -18,8 +24,7 @@ const (
 // client (code RESOURCE_NOT_FOUND). The URI must be within
 // MaxSubscriptionURIBytes, the session within MaxSubscriptionsPerSession,
 // and the resource must exist: a resource of the MCPServer or of the
-// session, a URI matching one of the session's resource templates, or one
-// Config.ResourceExists accepts.
+// session, or a URI matching one of their resource templates.
 func (s *session) SubscribeToResourceErr(uri string) error {
 	if len(uri) <= MaxSubscriptionURIBytes && !s.resourceExists(uri) {
 		return fmt.Errorf("resource %q not found", uri)
@@ -28,19 +33,10 @@ func (s *session) SubscribeToResourceErr(uri string) error {
 }
 
 // resourceExists reports whether uri names a resource this session can
-// read. mcp-go does not expose the MCPServer's resource templates, so a URI
-// served by one of those exists only if Config.ResourceExists says so.
+// read.
 func (s *session) resourceExists(uri string) bool {
 	s.mcpState.mu.RLock()
 	_, ok := s.resources[uri]
-	if !ok {
-		for _, t := range s.templates {
-			if t.Template.URITemplate != nil && t.Template.URITemplate.Regexp().MatchString(uri) {
-				ok = true
-				break
-			}
-		}
-	}
 	s.mcpState.mu.RUnlock()
 	if ok {
 		return true
@@ -48,5 +44,47 @@ func (s *session) resourceExists(uri string) bool {
 	if _, ok := s.h.mcp.ListResources()[uri]; ok {
 		return true
 	}
-	return s.h.cfg.ResourceExists != nil && s.h.cfg.ResourceExists(uri)
+	return s.templateMatches(uri)
+}
+
+// maxTemplatePages bounds the pages of resources/templates/list that
+// templateMatches reads.
+const maxTemplatePages = 100
+
+// templateMatches reports whether uri matches a resource template of the
+// MCPServer or of the session. mcp-go exports the server's templates only
+// through resources/templates/list, so that is what it asks (the
+// MCPServer's hooks for that method see it), page by page.
+func (s *session) templateMatches(uri string) bool {
+	ctx := s.h.mcp.WithContext(context.Background(), s)
+	cursor := mcp.Cursor("")
+	for range maxTemplatePages {
+		msg, err := json.Marshal(mcp.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			ID:      mcp.NewRequestId(1),
+			Request: mcp.Request{Method: string(mcp.MethodResourcesTemplatesList)},
+			Params:  mcp.PaginatedParams{Cursor: cursor},
+		})
+		if err != nil {
+			return false
+		}
+		resp, ok := s.h.mcp.HandleMessage(ctx, msg).(mcp.JSONRPCResponse)
+		if !ok {
+			return false
+		}
+		res, ok := resp.Result.(mcp.ListResourceTemplatesResult)
+		if !ok {
+			return false
+		}
+		for _, t := range res.ResourceTemplates {
+			if t.URITemplate != nil && t.URITemplate.Regexp().MatchString(uri) {
+				return true
+			}
+		}
+		if res.NextCursor == "" {
+			return false
+		}
+		cursor = res.NextCursor
+	}
+	return false
 }

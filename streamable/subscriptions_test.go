@@ -80,12 +80,17 @@ func TestSubscribeRefusesUnknownAndOverlongURIs(t *testing.T) {
 
 // A session holds at most MaxSubscriptionsPerSession subscriptions;
 // subscribing again to one it has, or after an unsubscribe, still works.
-// Resources served through the MCPServer's templates exist as far as
-// Config.ResourceExists says.
+// Resources served through the MCPServer's templates exist, on whichever
+// page of resources/templates/list their template is.
 func TestSubscriptionsPerSessionAreBounded(t *testing.T) {
-	r := subscribeRig(t, streamable.Config{ResourceExists: func(uri string) bool {
-		return strings.HasPrefix(uri, "test://item/")
-	}})
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		server.WithResourceCapabilities(true, true)(s)
+		server.WithPaginationLimit(1)(s)
+		noop := func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) { return nil, nil }
+		// Listed by name: "a-other" on the first page, "b-item" on the second.
+		s.AddResourceTemplate(mcp.NewResourceTemplate("other://{x}", "a-other"), noop)
+		s.AddResourceTemplate(mcp.NewResourceTemplate("test://item/{n}", "b-item"), noop)
+	})
 	c := r.session()
 	for i := range streamable.MaxSubscriptionsPerSession {
 		if m := subscribe(t, c, fmt.Sprint("test://item/", i)); m.Error != nil {
