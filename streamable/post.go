@@ -235,7 +235,7 @@ func (h *Handler) dropRecord(id string) {
 // discardLocked removes a session that never got to serve a request.
 // Callers hold sess.life.
 func (h *Handler) discardLocked(sess *session) {
-	if started, _ := sess.beginTerminate(errDeleted); started {
+	if started, _ := sess.beginTerminate(errDeleted, false); started {
 		sess.finishTerminate(context.Background(), errDeleted)
 	}
 }
