@@ -60,11 +60,12 @@ type session struct {
 	work    int           // running POST requests
 	running *postStream   // the running requests, linked by prevWork/nextWork
 	idle    chan struct{} // closed when work drops to zero while terminating
+	ended   chan struct{} // closed when the session is terminated
+
 	// While terminating: the running requests were cancelled and their
 	// writers squeezed (cancelRunning), or their writers closed
-	// (interruptPosts). A writer tracked later gets the same.
+	// (interruptPosts). A writer tracked later gets the same. Guarded by mu.
 	cancelled, interrupted bool
-	ended   chan struct{} // closed when the session is terminated
 
 	calls callTable
 
