@@ -254,3 +254,32 @@ func TestDeleteAnswersACancelledRequestWithItsID(t *testing.T) {
 		})
 	}
 }
+
+// The transport's own error answers to a request echo its id.
+func TestTransportErrorsEchoTheRequestID(t *testing.T) {
+	r := newRig(t, streamable.Config{})
+	ctx := testutil.Context(t, wait)
+	good := r.session()
+	unknown := r.client()
+	unknown.SessionID, unknown.ProtocolVersion = good.SessionID+"x", testutil.ProtocolVersion
+	badVersion := r.client()
+	badVersion.SessionID, badVersion.ProtocolVersion = good.SessionID, "1999-01-01"
+	for _, tc := range []struct {
+		name   string
+		c      *testutil.Client
+		status int
+	}{
+		{"unknown session", unknown, http.StatusNotFound},
+		{"unsupported version", badVersion, http.StatusBadRequest},
+	} {
+		resp, err := tc.c.Post(ctx, map[string]any{"jsonrpc": "2.0", "id": "req-7", "method": "tools/list"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, tc.name, resp.Status, tc.status, resp.Body)
+		var m testutil.Message
+		if err := json.Unmarshal(resp.Body, &m); err != nil || m.Error == nil || string(m.ID) != `"req-7"` {
+			t.Fatalf("%s: body %s, want an error with the request's id", tc.name, resp.Body)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -41,7 +42,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cfg.Stateless {
 		if f := checkProtocolVersion(r); f != nil && env.Method != string(mcp.MethodInitialize) {
-			writeFailure(w, f)
+			writeFailure(w, f.forRequest(env.requestID()))
 			return
 		}
 		h.serveStateless(w, r, env, body)
@@ -52,7 +53,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f := checkProtocolVersion(r); f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
 	if env.Method == "" && h.deliverLocal(r, env) {
@@ -61,7 +62,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, f := h.session(r, true)
 	if f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
 	switch {
@@ -85,6 +86,15 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.serveRequest(w, r, sess, env, body)
 	}
+}
+
+// requestID is the id the transport's error answers to this message echo:
+// a request's own, none (null) for a notification or a response.
+func (e envelope) requestID() json.RawMessage {
+	if e.Method == "" {
+		return nil
+	}
+	return e.ID
 }
 
 // deliverLocal hands a response (a pong, most often) to the request of a
@@ -160,7 +170,7 @@ func readFull(r io.Reader, buf []byte) ([]byte, error) {
 // the initialize request with the session id in Mcp-Session-Id.
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
 	if headerValue(r.Header, headerSessionID) != "" {
-		writeFailure(w, errInitializeWithSession())
+		writeFailure(w, errInitializeWithSession().forRequest(env.ID))
 		return
 	}
 	if len(env.ID) == 0 {
@@ -169,12 +179,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 	}
 	id := h.cfg.NewSessionID()
 	if !visibleASCII(id) {
-		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII"))
+		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
 		return
 	}
 	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, env, body)
 	if f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	if sess == nil {
