@@ -228,6 +228,7 @@ func (s *session) removePostStream(st *sseStream) {
 // requeue keeps a message that a stream took off the queue but could not
 // write, so the next stream writes it first.
 func (s *session) requeue(msg []byte) {
+	s.calls.untake(msg) // not written: its caller may still withdraw it
 	s.mu.Lock()
 	s.carry = append(s.carry, msg)
 	s.mu.Unlock()
