@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
@@ -185,5 +186,53 @@ func TestToolThatStopsWaitingCancelsItsSamplingRequest(t *testing.T) {
 	answer, err := call.NextMatching(ctx, func(m testutil.Message) bool { return string(m.ID) == "9" })
 	if err != nil || !strings.Contains(string(answer.Result), "gave up") {
 		t.Fatalf("the tool's answer: %+v, %v", answer, err)
+	}
+}
+
+// With replicas: a request sent on the session's stream from a replica that
+// does not hold it waits in that replica's pump; if its caller gives up
+// meanwhile, the pump drops it, and the stream the client opens on another
+// replica delivers only later requests.
+func TestClusterTimedOutRequestIsNotForwarded(t *testing.T) {
+	const giveUpTool = "sample_on_stream_then_give_up"
+	c := newClusterTB(t, streamable.Config{}, redisstore.Options{}, func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool(giveUpTool), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sctx, cancel := context.WithTimeout(streamable.OnSessionStream(ctx, s), 20*time.Millisecond)
+			defer cancel()
+			_, err := s.RequestSampling(sctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("dead")}},
+				MaxTokens: 10,
+			}})
+			return mcp.NewToolResultText(fmt.Sprint("gave up: ", err)), nil
+		})
+	})
+	a := c.session(0)
+	if got := toolText(t, c.client(1, a), giveUpTool, nil); !strings.Contains(got, "deadline") {
+		t.Fatalf("the abandoned call: %s", got)
+	}
+	st := c.stream(c.client(2, a))
+	ctx := testutil.Context(t, wait)
+	result := make(chan string, 1)
+	go func() {
+		resp, err := c.client(1, a).CallTool(ctx, toolSampleOnStream, map[string]any{"prompt": "live"})
+		if err != nil {
+			result <- err.Error()
+			return
+		}
+		m, _ := resp.Last()
+		result <- string(m.Result)
+	}()
+	req, err := st.NextMatching(ctx, isSampling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(req.Params), "live") {
+		t.Fatalf("the stream delivered %s, a request whose caller had given up", req.Params)
+	}
+	if _, err := c.client(2, a).Reply(ctx, req.ID, samplingResult("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-result; !strings.Contains(got, "sampled: ok") {
+		t.Fatalf("the live call: %s", got)
 	}
 }
