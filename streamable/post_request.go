@@ -25,8 +25,10 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 	defer cancel(nil)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID}
 	// The whole request, response included, is work the session's
-	// termination waits for and interrupts: it cancels the request (its
-	// stream is closed by the termination itself).
+	// termination waits for and cancels (cancelRunning; Shutdown only
+	// after a grace): its response writer is squeezed, so an answer that
+	// exists still reaches a client that reads, and is closed only when
+	// the termination stops waiting.
 	if !sess.beginWork(p) {
 		writeFailure(w, h.goneAnswer().forRequest(env.ID))
 		return
