@@ -283,3 +283,38 @@ func TestTransportErrorsEchoTheRequestID(t *testing.T) {
 		}
 	}
 }
+
+// A client that does not read its answer cannot pin Shutdown: its blocked
+// write is squeezed when the grace ends and interrupted when Shutdown's
+// context does, so the handler exits (here the server's Close, which waits
+// for every handler, returns) long before the write timeout.
+func TestShutdownInterruptsAStalledAnswer(t *testing.T) {
+	r := newRig(t, slowConfig(), bigResultTool)
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	sr, err := testutil.DialStalled(ctx, r.ts.URL, "POST", map[string]string{
+		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Session-Id": c.SessionID, "MCP-Protocol-Version": testutil.ProtocolVersion,
+	}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("stalled POST: %q, %v", status, err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := r.h.Shutdown(sctx); err != nil {
+		r.shutdownFailed = true // the write was still blocked when ctx ended
+	}
+	closed := make(chan struct{})
+	go func() { r.ts.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Logf("Shutdown and Close took %v", time.Since(start))
+	case <-ctx.Done():
+		t.Fatal("the stalled client's handler was still running long after Shutdown")
+	}
+}
