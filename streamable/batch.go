@@ -98,12 +98,9 @@ func (h *Handler) serveBatchItem(b *batchResponse, r *http.Request, sess *sessio
 	env, f := parseEnvelope(item)
 	switch {
 	case f != nil:
-		f.id = itemID(item)
-		b.fail(f)
+		b.fail(f.forRequest(itemID(item)))
 	case env.Method == string(mcp.MethodInitialize):
-		f = errInvalidMessage("initialize must not be part of a JSON-RPC batch")
-		f.id = env.ID
-		b.fail(f)
+		b.fail(errInvalidMessage("initialize must not be part of a JSON-RPC batch").forRequest(env.ID))
 	case env.Method == "":
 		h.batchReply(b, r, sess, env, item)
 	case len(env.ID) == 0:
@@ -123,9 +120,7 @@ func (h *Handler) batchReply(b *batchResponse, r *http.Request, sess *session, e
 		b.fail(errUnknownResponseID(env.ID))
 	default:
 		if err := h.publishReply(r.Context(), sess, item); err != nil {
-			f := h.storeFailure(err)
-			f.id = env.ID
-			b.fail(f)
+			b.fail(h.storeFailure(err).forRequest(env.ID))
 		}
 	}
 }
@@ -171,10 +166,7 @@ func (b *batchResponse) upgrade(p *postStream, first ...[]byte) bool {
 	if b.sse == nil {
 		b.sse = newSSEStream(b.ctx, b.w, p.h.cfg.WriteTimeout)
 		p.h.postStreams.Add(1)
-		p.sess.addPostStream(b.sse)
-		if !p.sess.active() {
-			b.sse.close(context.Cause(p.sess.ctx))
-		}
+		p.sess.addPostStream(b.sse) // squeezed or closed if the session is terminating
 		msgs := append(b.answers, first...)
 		b.answers = nil
 		p.sse = b.sse
@@ -197,9 +189,7 @@ func (b *batchResponse) respond(p *postStream, resp mcp.JSONRPCMessage) {
 	msg, err := json.Marshal(resp)
 	if err != nil {
 		p.h.log.Error("lifeline: response does not encode", "session", p.sess.id, "err", err)
-		f := errInternal("the response does not encode: " + err.Error())
-		f.id = p.id
-		b.fail(f)
+		b.fail(errInternal("the response does not encode: " + err.Error()).forRequest(p.id))
 		return
 	}
 	b.add(msg)

@@ -350,6 +350,9 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	carry := sess.takeCarry()
 	for i, msg := range carry {
+		if !sess.calls.take(msg) {
+			continue // a request whose caller gave up
+		}
 		if g.event(msg) != nil {
 			for _, m := range carry[i:] {
 				sess.requeue(m)
@@ -377,6 +380,9 @@ func (h *Handler) runGet(g *getStream) {
 				continue
 			}
 		case msg = <-reqs:
+			if !sess.calls.take(msg) {
+				continue // a request whose caller gave up
+			}
 		case <-g.wake:
 			if g.ended.Load() {
 				return

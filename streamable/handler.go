@@ -310,9 +310,14 @@ func (h *Handler) waitExits(id string, exits []<-chan struct{}) bool {
 	return true
 }
 
-// Shutdown stops the transport: new requests get 503, every session is
-// terminated (its streams closed, blocked writes interrupted, its requests
-// cancelled), and Shutdown waits for their handlers, bounded by ctx. It then
+// Shutdown stops the transport: new requests get 503 and every session is
+// terminated. GET streams close at once (blocked writes interrupted) and
+// pending server-to-client requests fail, but requests already running are
+// left to finish and their answers are written, whatever their size, while
+// ctx leaves time: they are cancelled when what remains of ctx falls to a
+// quarter (at most the cleanup timeout), so that they can still answer, with
+// their ids, before it ends; when it ends, the writes still blocked are
+// interrupted. Shutdown waits for all of it, bounded by ctx, then
 // unregisters the sessions and stops the transport's goroutines. It returns
 // ctx's error if handlers were still running when ctx ended.
 func (h *Handler) Shutdown(ctx context.Context) error {
@@ -342,14 +347,27 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	var begun []*session
 	for _, s := range sessions {
 		s.life.Lock()
-		started, ex := s.beginTerminate(errShutdown)
+		started, ex := s.beginTerminate(errShutdown, true)
 		s.life.Unlock()
 		if started {
 			exits = append(exits, ex...)
 			begun = append(begun, s)
 		}
 	}
-	err := waitAll(ctx, append(exits, h.modernReqs.close()))
+	modern := h.modernReqs.close()
+	// Running requests get until the grace ends, then are cancelled; what
+	// they answer is written until ctx ends, then interrupted.
+	if exits = h.awaitGrace(ctx, exits); len(exits) > 0 {
+		for _, s := range begun {
+			s.cancelRunning(errShutdown)
+		}
+	}
+	err := waitAll(ctx, append(exits, modern))
+	if err != nil {
+		for _, s := range begun {
+			s.interruptPosts(errShutdown)
+		}
+	}
 	for _, s := range begun {
 		s.life.Lock()
 		s.finishTerminate(context.WithoutCancel(ctx), errShutdown)
@@ -368,6 +386,38 @@ func (h *Handler) shutdown(ctx context.Context) error {
 		h.sched.Close()
 	}
 	return err
+}
+
+// awaitGrace waits for the channels to close until Shutdown's grace for
+// running requests ends (shutdownGrace), and returns those still open.
+func (h *Handler) awaitGrace(ctx context.Context, chans []<-chan struct{}) []<-chan struct{} {
+	if len(chans) == 0 {
+		return nil
+	}
+	var stop <-chan time.Time
+	if deadline, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(shutdownGrace(time.Until(deadline), h.cfg.CleanupTimeout))
+		defer t.Stop()
+		stop = t.C
+	}
+	for i, ch := range chans {
+		select {
+		case <-ch:
+		case <-stop:
+			return chans[i:]
+		case <-ctx.Done():
+			return chans[i:]
+		}
+	}
+	return nil
+}
+
+// shutdownGrace is how long Shutdown lets running requests run before it
+// cancels them, when its context ends in left: all but a quarter of it, and
+// at most the cleanup timeout less, which is left for the cancelled requests
+// to answer.
+func shutdownGrace(left, cleanup time.Duration) time.Duration {
+	return left - min(left/4, cleanup)
 }
 
 // waitAll waits for every channel to close, or for ctx to end.

@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -43,7 +44,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cfg.Stateless {
 		if f := checkProtocolVersion(r); f != nil && env.Method != string(mcp.MethodInitialize) {
-			writeFailure(w, f)
+			writeFailure(w, f.forRequest(env.requestID()))
 			return
 		}
 		h.serveStateless(w, r, env, body)
@@ -54,7 +55,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f := checkProtocolVersion(r); f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
 	if env.Method == "" && h.deliverLocal(r, env) {
@@ -63,7 +64,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, f := h.session(r, true)
 	if f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
 	switch {
@@ -89,6 +90,15 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// requestID is the id the transport's error answers to this message echo:
+// a request's own, none (null) for a notification or a response.
+func (e envelope) requestID() json.RawMessage {
+	if e.Method == "" {
+		return nil
+	}
+	return e.ID
+}
+
 // deliverLocal hands a response (a pong, most often) to the request of a
 // live session of this process that is waiting for it, without asking the
 // store: the session is live here, and a stream's pongs must not wait on a
@@ -108,7 +118,7 @@ func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
 // the initialize request with the session id in Mcp-Session-Id.
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
 	if headerValue(r.Header, headerSessionID) != "" {
-		writeFailure(w, errInitializeWithSession())
+		writeFailure(w, errInitializeWithSession().forRequest(env.ID))
 		return
 	}
 	if len(env.ID) == 0 {
@@ -117,12 +127,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 	}
 	id := h.cfg.NewSessionID()
 	if !visibleASCII(id) {
-		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII"))
+		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
 		return
 	}
 	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, env, body)
 	if f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	if sess == nil {
@@ -191,7 +201,7 @@ func (h *Handler) dropRecord(id string) {
 // discardLocked removes a session that never got to serve a request, and
 // its record. Callers hold sess.life.
 func (h *Handler) discardLocked(sess *session) {
-	if started, _ := sess.beginTerminate(errDeleted); started {
+	if started, _ := sess.beginTerminate(errDeleted, false); started {
 		sess.finishTerminate(context.Background(), errDeleted)
 		h.dropRecord(sess.id)
 	}

@@ -31,16 +31,16 @@ func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *sessi
 	defer cancel(nil)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch}
 	// The whole request, response included, is work the session's
-	// termination waits for and interrupts: it cancels the request (its
-	// stream is closed by the termination itself).
+	// termination waits for and cancels (cancelRunning; Shutdown only
+	// after a grace): its response writer is squeezed, so an answer that
+	// exists still reaches a client that reads, and is closed only when
+	// the termination stops waiting.
 	if !sess.beginWork(p) {
 		if batch != nil {
-			f := h.goneAnswer()
-			f.id = env.ID
-			batch.fail(f)
+			batch.fail(h.goneAnswer().forRequest(env.ID))
 			return
 		}
-		writeFailure(w, h.goneAnswer())
+		writeFailure(w, h.goneAnswer().forRequest(env.ID))
 		return
 	}
 	defer sess.endWork(p)
@@ -70,7 +70,7 @@ type postStream struct {
 	cancel context.CancelCauseFunc // ends the request
 	sess   *session
 	rs     *requestSession // &ownSession
-	id     json.RawMessage // the request's id
+	id     json.RawMessage // the request's id, for the transport's own error answers
 	batch  *batchResponse  // the batch's shared response, for a request of a batch
 
 	ownSession requestSession
@@ -102,10 +102,7 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
-	p.sess.addPostStream(p.sse)
-	if !p.sess.active() {
-		p.sse.close(context.Cause(p.sess.ctx))
-	}
+	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
 	return p.sse.start(first...) == nil
 }
 
@@ -116,14 +113,16 @@ func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
 }
 
 // send writes msgs on the request's stream, in one write. Once the stream
-// has failed (client gone, write timed out or squeezed, session terminated)
-// the request is cancelled: nothing it sends can reach its client any more.
+// has failed (client gone, write timed out or squeezed, closed when the
+// session's termination gave up waiting) the request is cancelled: nothing
+// it sends can reach its client any more. A request cancelled otherwise (by
+// its session's termination) still writes, to a client that reads.
 func (p *postStream) send(msgs ...[]byte) {
 	var ok bool
 	if p.sse == nil {
 		ok = p.upgrade(msgs...)
 	} else {
-		ok = !p.sse.dying() && p.sse.events(msgs) == nil
+		ok = !p.sse.ended.Load() && p.sse.events(msgs) == nil
 	}
 	if !ok {
 		p.lost += len(msgs)
@@ -156,6 +155,8 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 		p.lost++
 		return
 	}
+	// Written even if the request was cancelled (a terminating session):
+	// an answer that exists goes to a client that can take it.
 	p.send(b)
 }
 
@@ -195,9 +196,10 @@ func writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, 
 	}
 }
 
-// respondJSON writes the response as application/json through a tracked,
-// deadline-bound writer, so that DELETE and Shutdown can interrupt a client
-// that does not read it.
+// respondJSON writes the response as application/json. A large one goes
+// through a tracked, deadline-bound writer, so that DELETE and Shutdown can
+// bound (squeeze) and at their deadline interrupt a client that does not
+// read it.
 func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	if resp == nil {
 		p.w.WriteHeader(http.StatusAccepted)
@@ -205,7 +207,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		writeFailure(p.w, errInternal("the response does not encode: "+err.Error()))
+		writeFailure(p.w, errInternal("the response does not encode: "+err.Error()).forRequest(p.id))
 		return
 	}
 	b = append(b, '\n')
@@ -226,11 +228,10 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		return
 	}
 	st := newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	// Written even if the session is terminating (squeezed then, or
+	// closed once its termination gave up waiting).
 	p.sess.addPostStream(st)
 	defer p.sess.removePostStream(st)
-	if !p.sess.active() {
-		st.close(context.Cause(p.sess.ctx))
-	}
 	err = st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
@@ -239,7 +240,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		return err
 	})
 	if err != nil && !st.begun() {
-		writeFailure(p.w, p.h.goneAnswer())
+		writeFailure(p.w, p.h.goneAnswer().forRequest(p.id))
 	}
 }
 

@@ -61,6 +61,9 @@ func (p *postStream) write() {
 		case n := <-notes:
 			p.sendBatch(notes, reqs, p.h.encodeNotification(p.sess.id, n))
 		case m := <-reqs:
+			if !p.sess.calls.take(m) {
+				m = nil // a request whose caller gave up
+			}
 			p.sendBatch(notes, reqs, m)
 		case <-tick:
 			p.keepalive()
@@ -96,7 +99,9 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 				batch = append(batch, b)
 			}
 		case m := <-reqs:
-			batch = append(batch, m)
+			if p.sess.calls.take(m) {
+				batch = append(batch, m)
+			}
 		default:
 			// Called after a receive, so something was taken (even if
 			// it did not encode): a waiting sender has room.

@@ -87,9 +87,17 @@ func (s *session) runPump(done, stop chan struct{}) {
 	s.setHeld(len(pending))
 	backoff := pumpIdle
 	for {
-		for len(pending) > 0 && s.forward(pending[0]) {
+		// Requests whose callers gave up are not forwarded, nor held.
+		pending = s.calls.prune(pending)
+		for len(pending) > 0 {
+			if s.calls.take(pending[0]) {
+				if !s.forward(pending[0]) {
+					s.calls.untake(pending[0])
+					break
+				}
+				backoff = pumpIdle
+			}
 			pending = pending[1:]
-			backoff = pumpIdle
 			s.setHeld(len(pending))
 		}
 		var retry <-chan time.Time

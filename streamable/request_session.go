@@ -126,18 +126,18 @@ func (r *requestSession) madeRoom() {
 
 // RequestSampling implements server.SessionWithSampling on the POST stream.
 func (r *requestSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	_, q := r.queues()
-	return r.requestSampling(ctx, q, req)
+	n, q := r.queues()
+	return r.requestSampling(ctx, q, n, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation on the POST stream.
 func (r *requestSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	_, q := r.queues()
-	return r.requestElicitation(ctx, q, req)
+	n, q := r.queues()
+	return r.requestElicitation(ctx, q, n, req)
 }
 
 // ListRoots implements server.SessionWithRoots on the POST stream.
 func (r *requestSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	_, q := r.queues()
-	return r.listRoots(ctx, q, req)
+	n, q := r.queues()
+	return r.listRoots(ctx, q, n, req)
 }

@@ -65,6 +65,11 @@ type session struct {
 	idle    chan struct{} // closed when work drops to zero while terminating
 	ended   chan struct{} // closed when the session is terminated
 
+	// While terminating: the running requests were cancelled and their
+	// writers squeezed (cancelRunning), or their writers closed
+	// (interruptPosts). A writer tracked later gets the same. Guarded by mu.
+	cancelled, interrupted bool
+
 	calls callTable
 
 	// With replicas (pump.go): the goroutine forwarding this session's GET
@@ -227,10 +232,20 @@ func (s *session) endWork(p *postStream) {
 	}
 }
 
+// addPostStream tracks a POST request's response writer, which
+// termination squeezes and, at its deadline, closes. A writer tracked once
+// that has begun gets it at once.
 func (s *session) addPostStream(st *sseStream) {
 	s.mu.Lock()
 	s.posts[st] = struct{}{}
+	cancelled, interrupted := s.cancelled, s.interrupted
 	s.mu.Unlock()
+	switch {
+	case interrupted:
+		st.close(context.Cause(s.ctx))
+	case cancelled:
+		st.squeeze(s.h.stallThreshold())
+	}
 }
 
 func (s *session) removePostStream(st *sseStream) {
@@ -242,6 +257,7 @@ func (s *session) removePostStream(st *sseStream) {
 // requeue keeps a message that a stream took off the queue but could not
 // write, so the next stream writes it first.
 func (s *session) requeue(msg []byte) {
+	s.calls.untake(msg) // not written: its caller may still withdraw it
 	s.mu.Lock()
 	s.carry = append(s.carry, msg)
 	s.mu.Unlock()
@@ -255,12 +271,14 @@ func (s *session) takeCarry() [][]byte {
 	return c
 }
 
-// beginTerminate moves an active session to terminating, cancels its
-// requests and closes its streams, interrupting blocked writes. It reports
-// whether this call started the termination, and returns the channels that
-// close once the session's GET handler and POST workers have exited.
-// Callers hold s.life.
-func (s *session) beginTerminate(cause error) (started bool, exits []<-chan struct{}) {
+// beginTerminate moves an active session to terminating: no request or
+// stream starts any more, pending server-to-client requests fail and the
+// GET stream is closed (a blocked write interrupted). Unless graceful, the
+// running requests are cancelled too (cancelRunning); Shutdown, graceful,
+// lets them run for a while first. It reports whether this call started
+// the termination, and returns the channels that close once the session's
+// GET handler and POST workers have exited. Callers hold s.life.
+func (s *session) beginTerminate(cause error, graceful bool) (started bool, exits []<-chan struct{}) {
 	if !s.state.CompareAndSwap(stateActive, stateTerminating) {
 		return false, nil
 	}
@@ -268,14 +286,6 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	s.calls.failAll(fmt.Errorf("lifeline: %w", cause))
 	s.mu.Lock()
 	g := s.get
-	posts := make([]*sseStream, 0, len(s.posts))
-	for st := range s.posts {
-		posts = append(posts, st)
-	}
-	var running []*postStream
-	for p := s.running; p != nil; p = p.nextWork {
-		running = append(running, p)
-	}
 	if s.work > 0 {
 		s.idle = make(chan struct{})
 		exits = append(exits, s.idle)
@@ -288,17 +298,56 @@ func (s *session) beginTerminate(cause error) (started bool, exits []<-chan stru
 	}
 	s.mu.Unlock()
 
-	for _, p := range running {
-		p.cancel(cause)
-	}
-	for _, st := range posts {
-		st.close(cause)
+	if !graceful {
+		s.cancelRunning(cause)
 	}
 	if g != nil {
 		g.close(cause)
 		exits = append(exits, g.exited())
 	}
 	return true, exits
+}
+
+// cancelRunning cancels every running request of a terminating session with
+// cause, and squeezes their response writers to the stall threshold: an
+// answer that exists (the tool returned, or returns on cancellation) is
+// still written to a client that reads it, with its id, while one that
+// stopped reading loses its response within the threshold.
+func (s *session) cancelRunning(cause error) {
+	s.mu.Lock()
+	s.cancelled = true
+	var running []*postStream
+	for p := s.running; p != nil; p = p.nextWork {
+		running = append(running, p)
+	}
+	posts := s.postsLocked()
+	s.mu.Unlock()
+	for _, p := range running {
+		p.cancel(cause)
+	}
+	for _, st := range posts {
+		st.squeeze(s.h.stallThreshold())
+	}
+}
+
+// interruptPosts closes the response writers of a terminating session's
+// requests, interrupting blocked writes: the termination's wait is over.
+func (s *session) interruptPosts(cause error) {
+	s.mu.Lock()
+	s.interrupted = true
+	posts := s.postsLocked()
+	s.mu.Unlock()
+	for _, st := range posts {
+		st.close(cause)
+	}
+}
+
+func (s *session) postsLocked() []*sseStream {
+	posts := make([]*sseStream, 0, len(s.posts))
+	for st := range s.posts {
+		posts = append(posts, st)
+	}
+	return posts
 }
 
 // finishTerminate unregisters a terminating session everywhere it should
@@ -329,7 +378,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 // wait itself does not need it.
 func (s *session) terminate(ctx context.Context, cause error) bool {
 	s.life.Lock()
-	started, exits := s.beginTerminate(cause)
+	started, exits := s.beginTerminate(cause, false)
 	s.life.Unlock()
 	if !started {
 		t := time.NewTimer(s.h.cfg.CleanupTimeout)
@@ -340,7 +389,9 @@ func (s *session) terminate(ctx context.Context, cause error) bool {
 		}
 		return false
 	}
-	s.h.waitExits(s.id, exits)
+	if !s.h.waitExits(s.id, exits) {
+		s.interruptPosts(cause)
+	}
 	s.life.Lock()
 	s.finishTerminate(ctx, cause)
 	s.life.Unlock()

@@ -25,6 +25,12 @@ type callTable struct {
 	pings   map[int64]*getStream
 	waiting map[int64]chan callResult
 	failed  error
+
+	// The encoded requests of calls, from their queue to their stream
+	// (call_withdraw.go): keyed by their first byte's address.
+	out       map[*byte]outbound
+	withdrawn int        // entries of out in the withdrawn state
+	sendMu    sync.Mutex // serializes enqueue (and compact) on the session's request queues
 }
 
 type callResult struct {
@@ -153,8 +159,11 @@ func clientError(raw json.RawMessage) error {
 var errQueueFull = errors.New("lifeline: outbound request queue is full")
 
 // call sends a server-to-client request on queue and waits for the client's
-// answer, ctx, or the end of the session.
-func (s *session) call(ctx context.Context, queue chan []byte, method string, params any) (json.RawMessage, error) {
+// answer, ctx, or the end of the session. If the call ends without an
+// answer, its request is withdrawn if it is still queued, or, if it was
+// written, a notifications/cancelled for it goes on notes, the queue of the
+// same stream.
+func (s *session) call(ctx context.Context, queue chan []byte, notes chan mcp.JSONRPCNotification, method string, params any) (json.RawMessage, error) {
 	if s.stateless {
 		return nil, errStatelessCall
 	}
@@ -186,17 +195,22 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	if err != nil {
 		return nil, fmt.Errorf("lifeline: encode %s request: %w", method, err)
 	}
-	select {
-	case queue <- msg:
-	default:
+	if !s.calls.enqueue(queue, msg, id) {
 		return nil, fmt.Errorf("%w (%s)", errQueueFull, method)
 	}
+	answered := false
+	defer func() {
+		if s.calls.settle(msg) && !answered {
+			s.cancelCall(ctx, notes, id, method)
+		}
+	}()
 	if q := s.q.Load(); s.h.shared && q != nil && queue == q.requests {
 		s.ensurePump(false)
 	}
 	for waiting := true; waiting; {
 		select {
 		case r := <-ch:
+			answered = true
 			return r.result, r.err
 		case m, ok := <-replies:
 			if !ok {
@@ -221,8 +235,31 @@ func (s *session) call(ctx context.Context, queue chan []byte, method string, pa
 	return nil, fmt.Errorf("lifeline: %s: %w", method, context.Cause(ctx))
 }
 
-func (s *session) requestSampling(ctx context.Context, q chan []byte, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	raw, err := s.call(ctx, q, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
+// cancelCall tells the client, on notes (the stream its request went out
+// on), that the server no longer waits for the answer to request id. A full
+// queue refuses it, as any notification; the client's late answer is then
+// accepted and ignored.
+func (s *session) cancelCall(ctx context.Context, notes chan mcp.JSONRPCNotification, id int64, method string) {
+	if !s.active() {
+		return // its streams are closing: nothing more goes out
+	}
+	reason := "the server stopped waiting for the " + method + " answer"
+	if cause := context.Cause(ctx); cause != nil {
+		reason += ": " + cause.Error()
+	}
+	select {
+	case notes <- cancelledNotification(id, reason):
+	default:
+		s.h.refused(s.id, "cancellation", cap(notes), false)
+		return
+	}
+	if q := s.q.Load(); s.h.shared && q != nil && notes == q.notifications {
+		s.ensurePump(true)
+	}
+}
+
+func (s *session) requestSampling(ctx context.Context, q chan []byte, notes chan mcp.JSONRPCNotification, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	raw, err := s.call(ctx, q, notes, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
 	if err != nil {
 		return nil, err
 	}
@@ -236,8 +273,8 @@ func (s *session) requestSampling(ctx context.Context, q chan []byte, req mcp.Cr
 	return &res, nil
 }
 
-func (s *session) requestElicitation(ctx context.Context, q chan []byte, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	raw, err := s.call(ctx, q, string(mcp.MethodElicitationCreate), req.Params)
+func (s *session) requestElicitation(ctx context.Context, q chan []byte, notes chan mcp.JSONRPCNotification, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := s.call(ctx, q, notes, string(mcp.MethodElicitationCreate), req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +285,8 @@ func (s *session) requestElicitation(ctx context.Context, q chan []byte, req mcp
 	return &res, nil
 }
 
-func (s *session) listRoots(ctx context.Context, q chan []byte, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	raw, err := s.call(ctx, q, string(mcp.MethodListRoots), req.Params)
+func (s *session) listRoots(ctx context.Context, q chan []byte, notes chan mcp.JSONRPCNotification, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	raw, err := s.call(ctx, q, notes, string(mcp.MethodListRoots), req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -263,15 +300,18 @@ func (s *session) listRoots(ctx context.Context, q chan []byte, req mcp.ListRoot
 // RequestSampling implements server.SessionWithSampling; outside a request
 // the request goes on the GET stream.
 func (s *session) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return s.requestSampling(ctx, s.queues().requests, req)
+	q := s.queues()
+	return s.requestSampling(ctx, q.requests, q.notifications, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation.
 func (s *session) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return s.requestElicitation(ctx, s.queues().requests, req)
+	q := s.queues()
+	return s.requestElicitation(ctx, q.requests, q.notifications, req)
 }
 
 // ListRoots implements server.SessionWithRoots.
 func (s *session) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return s.listRoots(ctx, s.queues().requests, req)
+	q := s.queues()
+	return s.listRoots(ctx, q.requests, q.notifications, req)
 }

@@ -28,7 +28,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env env
 	sess.stateless = true
 	sess.Initialize()
 	if f := h.addSession(sess); f != nil {
-		writeFailure(w, f)
+		writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	defer sess.terminate(context.Background(), errRequestDone)

@@ -172,6 +172,13 @@ func errInternal(detail string) *failure {
 		message: "Internal error: " + detail}
 }
 
+// forRequest sets the id of the request f answers, which its body then
+// echoes, and returns f.
+func (f *failure) forRequest(id json.RawMessage) *failure {
+	f.id = id
+	return f
+}
+
 // writeFailure answers with f's status and JSON-RPC error body.
 func writeFailure(w http.ResponseWriter, f *failure) {
 	h := w.Header()

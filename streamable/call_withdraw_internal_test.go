@@ -1,0 +1,86 @@
+package streamable
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// A full request queue whose requests were all withdrawn takes a new one:
+// enqueue drops the withdrawn, keeps the rest in order, and only a queue
+// full of live requests refuses.
+func TestEnqueueCompactsWithdrawnRequests(t *testing.T) {
+	tbl := newCallTable(0)
+	q := make(chan []byte, 3)
+	msg := func(i int) []byte { return fmt.Appendf(nil, `{"id":%d}`, i) }
+	var sent [][]byte
+	for i := range 3 {
+		m := msg(i)
+		sent = append(sent, m)
+		if !tbl.enqueue(q, m, int64(i)) {
+			t.Fatalf("enqueue %d refused on a queue with room", i)
+		}
+	}
+	// The callers of 0 and 2 give up while their requests are queued.
+	for _, i := range []int{0, 2} {
+		if tbl.settle(sent[i]) {
+			t.Fatalf("request %d counted as written while queued", i)
+		}
+	}
+	for i := 3; i < 5; i++ {
+		m := msg(i)
+		sent = append(sent, m)
+		if !tbl.enqueue(q, m, int64(i)) {
+			t.Fatalf("enqueue %d refused: withdrawn requests filled the queue", i)
+		}
+	}
+	if tbl.enqueue(q, msg(5), 5) {
+		t.Fatal("a queue full of live requests took one more")
+	}
+	var got []string
+	for len(q) > 0 {
+		m := <-q
+		if !tbl.take(m) {
+			t.Fatalf("%s: a live request was skipped", m)
+		}
+		got = append(got, string(m))
+	}
+	want := []string{string(sent[1]), string(sent[3]), string(sent[4])}
+	if !slices.Equal(got, want) {
+		t.Fatalf("queue held %q, want %q", got, want)
+	}
+	// Taken, then its caller gives up: it was written, so the caller
+	// sends a cancellation; the table forgets it.
+	if !tbl.settle(sent[1]) {
+		t.Fatal("a taken request counted as not written")
+	}
+	if len(tbl.out) != 2 || tbl.withdrawn != 0 {
+		t.Fatalf("table holds %d requests (%d withdrawn), want the 2 live ones", len(tbl.out), tbl.withdrawn)
+	}
+}
+
+// A pump's held requests lose the withdrawn ones, in order; one put back
+// after a failed write (untake) is withdrawn again if its caller gives up.
+func TestPruneAndUntake(t *testing.T) {
+	tbl := newCallTable(0)
+	q := make(chan []byte, 4)
+	held := make([][]byte, 4)
+	for i := range held {
+		held[i] = fmt.Appendf(nil, `{"id":%d}`, i)
+		tbl.enqueue(q, held[i], int64(i))
+		<-q
+	}
+	tbl.settle(held[1])
+	kept := tbl.prune(slices.Clone(held))
+	if len(kept) != 3 || string(kept[0]) != string(held[0]) || string(kept[1]) != string(held[2]) {
+		t.Fatalf("pruned to %q", kept)
+	}
+	tbl.take(held[0])
+	tbl.untake(held[0]) // its write failed: queued again
+	if tbl.settle(held[0]) {
+		t.Fatal("a request put back after a failed write counted as written")
+	}
+	if tbl.take(held[0]) {
+		t.Fatal("a withdrawn request put back was not skipped")
+	}
+}
