@@ -339,10 +339,11 @@ func (h *Handler) runGet(g *getStream) {
 		notes, reqs = q.notifications, q.requests
 	}
 	carry := sess.takeCarry()
-	for i, msg := range carry {
-		if g.event(msg) != nil {
-			for _, m := range carry[i:] {
-				sess.requeue(m)
+	for i, c := range carry {
+		if err := g.event(c.msg); err != nil {
+			sess.writeFailed(c, err)
+			for _, c := range carry[i+1:] {
+				sess.keep(c)
 			}
 			return
 		}
@@ -432,8 +433,8 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			continue
 		}
-		if g.event(msg) != nil {
-			sess.requeue(msg)
+		if err := g.event(msg); err != nil {
+			sess.writeFailed(carried{msg: msg}, err)
 			return
 		}
 	}

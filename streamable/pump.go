@@ -87,7 +87,7 @@ func (s *session) runPump(done, stop chan struct{}) {
 	s.setHeld(len(pending))
 	backoff := pumpIdle
 	for {
-		for len(pending) > 0 && s.forward(pending[0]) {
+		for len(pending) > 0 && s.forward(pending[0].msg) {
 			pending = pending[1:]
 			backoff = pumpIdle
 			s.setHeld(len(pending))
@@ -122,10 +122,10 @@ func (s *session) runPump(done, stop chan struct{}) {
 			return
 		case n := <-notes:
 			if b := s.h.encodeNotification(s.id, n); b != nil {
-				pending = append(pending, b)
+				pending = append(pending, carried{msg: b})
 			}
 		case m := <-reqs:
-			pending = append(pending, m)
+			pending = append(pending, carried{msg: m})
 		case <-retry:
 			continue
 		case <-made:
@@ -162,7 +162,7 @@ func (s *session) pumpMayExit(done chan struct{}) bool {
 
 // handOver puts what the pump holds ahead of the carry-over, for the GET
 // that claimed the stream here, and ends the pump.
-func (s *session) handOver(done chan struct{}, pending [][]byte) {
+func (s *session) handOver(done chan struct{}, pending []carried) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.carry = append(pending, s.carry...)
