@@ -70,6 +70,14 @@ const writeChunk = 32 << 10
 // is 128 kbit/s.
 const minWriteRate = 16 << 10
 
+// openingGrace is how long a stream closed during its opening write (the
+// status line and first bytes of the response) leaves that write to
+// finish: a moment, so that the client normally gets a status line rather
+// than a dropped connection, but a bounded one, well within CleanupTimeout,
+// so that an opening blocked on the network does not outlast the
+// termination that waits for its handler.
+const openingGrace = 100 * time.Millisecond
+
 // errWriteFailed wraps the error of a write that was tried: some of it may
 // have reached the client. A write refused because the stream had already
 // ended returns the stream's cause unwrapped.
@@ -255,7 +263,7 @@ func (s *sseStream) putString(str string) error {
 // limit is moved to slack + total/minWriteRate. It fails, with the
 // stream's cause, once the stream is closed: close interrupts a write
 // between its pieces too, except within the opening's first chunk, which
-// close leaves to finish. Within a chunk it takes no lock.
+// close leaves its grace. Within a chunk it takes no lock.
 func (s *sseStream) progress(n int) error {
 	s.total += n
 	within := s.chunked+n <= writeChunk
@@ -292,12 +300,18 @@ func (s *sseStream) close(cause error) {
 	s.closed = true
 	s.end(cause)
 	switch {
-	case s.writing && !s.opening:
+	case s.writing && s.opening:
+		// The opening of an SSE stream, a few bytes on a fresh connection,
+		// is left a moment to finish, so that the client gets a status line
+		// rather than a dropped connection; one blocked on the network
+		// fails after openingGrace.
+		if dl := time.Now().Add(openingGrace); dl.Before(s.deadline) {
+			s.deadline = dl
+			_ = s.rc.SetWriteDeadline(dl)
+		}
+	case s.writing:
 		// Interrupt the blocked write now (a write between two chunks
-		// stops at the next: progress). (The opening of an SSE stream, a
-		// few bytes on a fresh connection, is left to finish under its own
-		// deadline, so that the client gets a status line rather than a
-		// dropped connection.)
+		// stops at the next: progress).
 		_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
 	case s.started:
 		// The handler exits at its next select; bound the final flush

@@ -188,6 +188,25 @@ func TestCloseStopsAChunkedWrite(t *testing.T) {
 	})
 }
 
+// TestCloseBoundsABlockedOpening: a stream closed while its opening is
+// blocked on the network fails after openingGrace, not its write timeout.
+func TestCloseBoundsABlockedOpening(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSSEStream(context.Background(), newLinkWriter(0), time.Minute)
+		done := make(chan error)
+		go func() { done <- s.start() }()
+		synctest.Wait() // the opening is blocked
+		s.close(errDeleted)
+		start := time.Now()
+		if err := <-done; !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("blocked opening: %v", err)
+		}
+		if took := time.Since(start); took != openingGrace {
+			t.Fatalf("the opening failed %v after close, want openingGrace (%v)", took, openingGrace)
+		}
+	})
+}
+
 // TestCloseLetsAnOpeningFinishWithinItsGrace: a stream closed while its
 // opening (here an upgraded POST's first event) is going out still writes
 // the opening whole when it takes less than openingGrace, so the client
