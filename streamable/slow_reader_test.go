@@ -157,3 +157,36 @@ func TestUndeliverableMessageIsDroppedAfterBoundedAttempts(t *testing.T) {
 		t.Fatalf("after delivery: %+v", st)
 	}
 }
+
+// sizedResultTool adds "big_result", which answers with "bytes" bytes of text.
+func sizedResultTool(s *server.MCPServer) {
+	s.AddTool(mcp.NewTool("big_result", mcp.WithNumber("bytes")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(strings.Repeat("y", req.GetInt("bytes", 0))), nil
+	})
+}
+
+// TestSlowSteadyReaderGetsALargeJSONAnswer: a POST answered with a large
+// JSON body (respondJSON) reaches a slow but steady reader whole too.
+func TestSlowSteadyReaderGetsALargeJSONAnswer(t *testing.T) {
+	r := newRigOn(t, streamable.Config{WriteTimeout: 500 * time.Millisecond, HeartbeatInterval: streamable.Disabled},
+		smallSendBuffer(serverSendBuffer), sizedResultTool)
+	c := r.session()
+	th := testutil.NewThrottle(1 << 20)
+	slow := &testutil.Client{URL: c.URL, HTTP: th.Client(), SessionID: c.SessionID, ProtocolVersion: c.ProtocolVersion}
+	resp, err := slow.CallTool(testutil.Context(t, 60*time.Second), "big_result", map[string]any{"bytes": bigMessage})
+	if err != nil {
+		t.Fatalf("after %d bytes read: %v", th.BytesRead(), err)
+	}
+	wantStatus(t, "big_result", resp.Status, 200, nil)
+	last, err := resp.Last()
+	if err != nil {
+		t.Fatalf("after %d bytes read: %v", th.BytesRead(), err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(last.Result, &res); err != nil || len(res.Content) != 1 {
+		t.Fatalf("result: %v %.200s", err, last.Result)
+	}
+	if text, ok := res.Content[0].(mcp.TextContent); !ok || len(text.Text) != bigMessage {
+		t.Fatalf("the answer's text is not whole: %T", res.Content[0])
+	}
+}
