@@ -21,14 +21,14 @@ func heapAfterGC() float64 {
 // TestMeasureSlowReaderLargeMessage measures, for the report, the slow
 // reader of TestSlowSteadyReaderGetsALargeMessageAndWhatIsBehindIt: a
 // 4 MiB notification and a small one behind it, a client reading 1 MiB/s,
-// a 500 ms write timeout. It logs what was delivered, the bytes the client
+// a 1 s write timeout. It logs what was delivered, the bytes the client
 // read on each stream, the live heap mid-write and at the end (the stream
 // still open) and the goroutines. Run with LIFELINE_MEASURE=1 -v.
 func TestMeasureSlowReaderLargeMessage(t *testing.T) {
 	if os.Getenv("LIFELINE_MEASURE") == "" {
 		t.Skip("set LIFELINE_MEASURE=1 to measure")
 	}
-	r := newRigOn(t, streamable.Config{WriteTimeout: 500 * time.Millisecond}, smallSendBuffer(serverSendBuffer), bigNoteTool)
+	r := newRigOn(t, streamable.Config{WriteTimeout: time.Second}, smallSendBuffer(serverSendBuffer), bigNoteTool)
 	c := r.session()
 	th := testutil.NewThrottle(1 << 20)
 	slow := &testutil.Client{URL: c.URL, HTTP: th.Client(), SessionID: c.SessionID, ProtocolVersion: c.ProtocolVersion}

@@ -72,9 +72,9 @@ func sendBig(t *testing.T, c *testutil.Client) {
 // write timeout, still gets it (progress extends the deadline), once, and
 // then the message queued behind it.
 func TestSlowSteadyReaderGetsALargeMessageAndWhatIsBehindIt(t *testing.T) {
-	r := newRigOn(t, streamable.Config{WriteTimeout: 500 * time.Millisecond}, smallSendBuffer(serverSendBuffer), bigNoteTool)
+	r := newRigOn(t, streamable.Config{WriteTimeout: time.Second}, smallSendBuffer(serverSendBuffer), bigNoteTool)
 	c := r.session()
-	// 1 MiB/s: the 4 MiB message takes about 4 s, eight write timeouts.
+	// 1 MiB/s: the 4 MiB message takes about 4 s, four write timeouts.
 	th := testutil.NewThrottle(1 << 20)
 	slow := &testutil.Client{URL: c.URL, HTTP: th.Client(), SessionID: c.SessionID, ProtocolVersion: c.ProtocolVersion}
 	ctx := testutil.Context(t, 60*time.Second)
@@ -168,7 +168,7 @@ func sizedResultTool(s *server.MCPServer) {
 // TestSlowSteadyReaderGetsALargeJSONAnswer: a POST answered with a large
 // JSON body (respondJSON) reaches a slow but steady reader whole too.
 func TestSlowSteadyReaderGetsALargeJSONAnswer(t *testing.T) {
-	r := newRigOn(t, streamable.Config{WriteTimeout: 500 * time.Millisecond, HeartbeatInterval: streamable.Disabled},
+	r := newRigOn(t, streamable.Config{WriteTimeout: time.Second, HeartbeatInterval: streamable.Disabled},
 		smallSendBuffer(serverSendBuffer), sizedResultTool)
 	c := r.session()
 	th := testutil.NewThrottle(1 << 20)
