@@ -39,16 +39,16 @@ type sseStream struct {
 	cause        error       // why the stream ended, once it has
 	writing      bool        // a write is in progress
 	opening      bool        // the write in progress is the SSE opening (its first chunk)
-	since        time.Time   // when the chunk in progress began (write, progress)
-	limit        time.Time   // no chunk of the write in progress runs past this
-	deadline     time.Time   // the write deadline set for the chunk in progress
 	started      bool        // something was written: the response has begun
 	ended        atomic.Bool // closed or a write failed: cause is set
+	since        time.Time   // when the chunk in progress began (write, progress)
+	// budget is what the write in progress has left, from since, of its
+	// whole bound (minWriteRate): no deadline of it runs past since+budget.
+	budget time.Duration
 
 	// Owned by the writing goroutine, during a write.
-	slack   time.Time // the write's start plus writeTimeout: limit without its bytes
-	total   int       // bytes of the write so far
-	chunked int       // bytes written under the current deadline
+	pending int32 // bytes of the write not yet counted in budget
+	chunked int32 // bytes written under the current deadline
 }
 
 // A write goes out in chunks of at most writeChunk bytes, each under a
@@ -190,9 +190,8 @@ func (s *sseStream) write(fn func() error) error {
 	}
 	s.writing = true
 	s.since = time.Now()
-	s.slack = s.since.Add(s.writeTimeout)
-	s.limit = s.slack
-	s.total, s.chunked = 0, 0
+	s.budget = s.writeTimeout
+	s.pending, s.chunked = 0, 0
 	s.arm()
 	s.mu.Unlock()
 
@@ -219,15 +218,17 @@ func (s *sseStream) write(fn func() error) error {
 	return err
 }
 
-// arm sets the deadline of the chunk that begins at s.since. (Errors are
+// arm sets the deadline of the chunk that began at s.since. (Errors are
 // ignored: a writer without deadline support still works, only without
 // the bound.) Callers hold s.mu.
 func (s *sseStream) arm() {
-	s.deadline = s.since.Add(s.writeTimeout)
-	if s.limit.Before(s.deadline) {
-		s.deadline = s.limit
-	}
-	_ = s.rc.SetWriteDeadline(s.deadline)
+	_ = s.rc.SetWriteDeadline(s.due())
+}
+
+// due is the deadline of the chunk in progress: writeTimeout from its
+// start, within the write's budget. Callers hold s.mu.
+func (s *sseStream) due() time.Time {
+	return s.since.Add(min(s.writeTimeout, s.budget))
 }
 
 // put writes p within a write (in write's fn), in chunks of at most
@@ -259,16 +260,17 @@ func (s *sseStream) putString(str string) error {
 // in progress. What was written before them has been taken by the network
 // (the writes returned), which is the client's progress: once the bytes
 // under the current deadline would pass writeChunk, the next chunk begins
-// now, under a fresh deadline, no longer the opening, and the write's
-// limit is moved to slack + total/minWriteRate. It fails, with the
-// stream's cause, once the stream is closed: close interrupts a write
-// between its pieces too, except within the opening's first chunk, which
-// close leaves its grace. Within a chunk it takes no lock.
+// now, under a fresh deadline, no longer the opening, and the bytes since
+// the last such moment, these n included, add n/minWriteRate to the
+// write's budget. It fails, with the stream's cause, once the stream is
+// closed: close interrupts a write between its pieces too, except within
+// the opening's first chunk, which close leaves its grace. Within a chunk
+// it takes no lock.
 func (s *sseStream) progress(n int) error {
-	s.total += n
-	within := s.chunked+n <= writeChunk
+	s.pending += int32(n)
+	within := int(s.chunked)+n <= writeChunk
 	if within && !s.ended.Load() {
-		s.chunked += n
+		s.chunked += int32(n)
 		return nil
 	}
 	s.mu.Lock()
@@ -277,13 +279,15 @@ func (s *sseStream) progress(n int) error {
 		return s.cause
 	}
 	if within {
-		s.chunked += n
+		s.chunked += int32(n)
 		return nil
 	}
-	s.limit = s.slack.Add(time.Duration(s.total) * time.Second / minWriteRate)
-	s.since = time.Now()
+	now := time.Now()
+	s.budget += time.Duration(s.pending)*time.Second/minWriteRate - now.Sub(s.since)
+	s.pending = 0
+	s.since = now
 	s.opening = false
-	s.chunked = n
+	s.chunked = int32(n)
 	s.arm()
 	return nil
 }
@@ -305,8 +309,7 @@ func (s *sseStream) close(cause error) {
 		// is left a moment to finish, so that the client gets a status line
 		// rather than a dropped connection; one blocked on the network
 		// fails after openingGrace.
-		if dl := time.Now().Add(openingGrace); dl.Before(s.deadline) {
-			s.deadline = dl
+		if dl := time.Now().Add(openingGrace); dl.Before(s.due()) {
 			_ = s.rc.SetWriteDeadline(dl)
 		}
 	case s.writing:
