@@ -138,13 +138,13 @@ func (t *callTable) anyWithdrawn() bool {
 
 // prune drops the withdrawn requests from msgs (a pump's held messages),
 // keeping the order of the rest.
-func (t *callTable) prune(msgs [][]byte) [][]byte {
+func (t *callTable) prune(msgs []carried) []carried {
 	if !t.anyWithdrawn() {
 		return msgs
 	}
 	kept := msgs[:0]
 	for _, m := range msgs {
-		if !t.withdrawnDropped(m) {
+		if !t.withdrawnDropped(m.msg) {
 			kept = append(kept, m)
 		}
 	}

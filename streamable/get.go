@@ -349,13 +349,14 @@ func (h *Handler) runGet(g *getStream) {
 		notes, reqs, late = q.notifications, q.requests, sess.lateQueue()
 	}
 	carry := sess.takeCarry()
-	for i, msg := range carry {
-		if !sess.calls.take(msg) {
+	for i, c := range carry {
+		if !sess.calls.take(c.msg) {
 			continue // a request whose caller gave up
 		}
-		if g.event(msg) != nil {
-			for _, m := range carry[i:] {
-				sess.requeue(m)
+		if err := g.event(c.msg); err != nil {
+			sess.writeFailed(c, err)
+			for _, c := range carry[i+1:] {
+				sess.keep(c)
 			}
 			return
 		}
@@ -442,8 +443,8 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			continue
 		}
-		if g.event(msg) != nil {
-			sess.requeue(msg)
+		if err := g.event(msg); err != nil {
+			sess.writeFailed(carried{msg: msg}, err)
 			return
 		}
 	}

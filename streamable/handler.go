@@ -56,6 +56,7 @@ type Handler struct {
 	getStreams   atomic.Int64
 	postStreams  atomic.Int64
 	refusedCount atomic.Int64
+	droppedCount atomic.Int64 // Stats.DroppedMessages
 	streamSeq    atomic.Int64
 
 	stopSweep    chan struct{}
@@ -150,6 +151,11 @@ type Stats struct {
 	// queue was full (counted as mcp-go is about to send into a full queue,
 	// so it can be off by the few that a reader drained just in time).
 	RefusedMessages int64
+	// DroppedMessages counts messages bound for GET streams dropped since
+	// New because 3 streams (maxWriteAttempts) failed to write them, each
+	// drop logged at Warn: one message a client cannot take whole never
+	// holds back those queued behind it.
+	DroppedMessages int64
 }
 
 // Stats reports what the handler holds right now.
@@ -161,7 +167,7 @@ func (h *Handler) Stats() Stats {
 	}
 	return Stats{Sessions: len(sessions), GetStreams: int(h.getStreams.Load()),
 		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued,
-		RefusedMessages: h.refusedCount.Load()}
+		RefusedMessages: h.refusedCount.Load(), DroppedMessages: h.droppedCount.Load()}
 }
 
 func (h *Handler) isShutting() bool {

@@ -236,8 +236,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
 		p.w.WriteHeader(http.StatusOK)
-		_, err := p.w.Write(b)
-		return err
+		return st.put(b) // in chunks: a slow reader's progress extends the deadline
 	})
 	if err != nil && !st.begun() {
 		writeFailure(p.w, p.h.goneAnswer().forRequest(p.id))

@@ -90,9 +90,9 @@ func (s *session) runPump(done, stop chan struct{}) {
 		// Requests whose callers gave up are not forwarded, nor held.
 		pending = s.calls.prune(pending)
 		for len(pending) > 0 {
-			if s.calls.take(pending[0]) {
-				if !s.forward(pending[0]) {
-					s.calls.untake(pending[0])
+			if s.calls.take(pending[0].msg) {
+				if !s.forward(pending[0].msg) {
+					s.calls.untake(pending[0].msg)
 					break
 				}
 				backoff = pumpIdle
@@ -130,10 +130,10 @@ func (s *session) runPump(done, stop chan struct{}) {
 			return
 		case n := <-notes:
 			if b := s.h.encodeNotification(s.id, n); b != nil {
-				pending = append(pending, b)
+				pending = append(pending, carried{msg: b})
 			}
 		case m := <-reqs:
-			pending = append(pending, m)
+			pending = append(pending, carried{msg: m})
 		case <-retry:
 			continue
 		case <-made:
@@ -170,7 +170,7 @@ func (s *session) pumpMayExit(done chan struct{}) bool {
 
 // handOver puts what the pump holds ahead of the carry-over, for the GET
 // that claimed the stream here, and ends the pump.
-func (s *session) handOver(done chan struct{}, pending [][]byte) {
+func (s *session) handOver(done chan struct{}, pending []carried) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.carry = append(pending, s.carry...)

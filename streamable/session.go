@@ -58,7 +58,7 @@ type session struct {
 
 	mu      sync.Mutex // guards the fields below
 	get     *getStream
-	carry   [][]byte // messages a failed stream took but could not write
+	carry   []carried // messages a failed stream took but could not write
 	posts   map[*sseStream]struct{}
 	work    int           // running POST requests
 	running *postStream   // the running requests, linked by prevWork/nextWork
@@ -254,16 +254,53 @@ func (s *session) removePostStream(st *sseStream) {
 	s.mu.Unlock()
 }
 
-// requeue keeps a message that a stream took off the queue but could not
-// write, so the next stream writes it first.
-func (s *session) requeue(msg []byte) {
-	s.calls.untake(msg) // not written: its caller may still withdraw it
+// maxWriteAttempts bounds how many GET streams try to write one message. A
+// message whose write failed on that many streams (a client that never
+// takes it whole: it stalls, trickles below minWriteRate, or drops its
+// connection each time) is dropped, logged at Warn and counted in
+// Stats.DroppedMessages, so that it cannot hold back what is queued
+// behind it, nor be resent to the client forever.
+const maxWriteAttempts = 3
+
+// carried is a message a GET stream took for its client and did not
+// write, kept for the session's next stream, with how many streams tried
+// to write it.
+type carried struct {
+	msg      []byte
+	attempts int
+}
+
+// requeue keeps a message that a stream took but never tried to write, so
+// that the next stream writes it first.
+func (s *session) requeue(msg []byte) { s.keep(carried{msg: msg}) }
+
+// keep puts c at the end of the carry-over. It was not written: its caller
+// (a server-to-client request's) may still withdraw it.
+func (s *session) keep(c carried) {
+	s.calls.untake(c.msg)
 	s.mu.Lock()
-	s.carry = append(s.carry, msg)
+	s.carry = append(s.carry, c)
 	s.mu.Unlock()
 }
 
-func (s *session) takeCarry() [][]byte {
+// writeFailed keeps c, whose write on a stream failed with err, for the
+// next stream, or drops it once maxWriteAttempts streams have tried it. A
+// write the stream refused without trying (it had already ended: err does
+// not wrap errWriteFailed) is no attempt.
+func (s *session) writeFailed(c carried, err error) {
+	if errors.Is(err, errWriteFailed) {
+		c.attempts++
+	}
+	if c.attempts < maxWriteAttempts {
+		s.keep(c)
+		return
+	}
+	n := s.h.droppedCount.Add(1)
+	s.h.log.Warn("lifeline: dropping a message that no stream could deliver",
+		"session", s.id, "bytes", len(c.msg), "attempts", c.attempts, "err", err, "dropped_total", n)
+}
+
+func (s *session) takeCarry() []carried {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.carry

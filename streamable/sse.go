@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,11 +38,50 @@ type sseStream struct {
 	closed       bool
 	cause        error       // why the stream ended, once it has
 	writing      bool        // a write is in progress
-	opening      bool        // the write in progress is the SSE opening
-	since        time.Time   // when the write in progress began
+	opening      bool        // the write in progress is the SSE opening (its first chunk)
 	started      bool        // something was written: the response has begun
 	ended        atomic.Bool // closed or a write failed: cause is set
+	since        time.Time   // when the chunk in progress began (write, progress)
+	// budget is what the write in progress has left, from since, of its
+	// whole bound (minWriteRate): no deadline of it runs past since+budget.
+	budget time.Duration
+
+	// Owned by the writing goroutine, during a write.
+	pending int32 // bytes of the write not yet counted in budget
+	chunked int32 // bytes written under the current deadline
 }
+
+// A write goes out in chunks of at most writeChunk bytes, each under a
+// deadline of its own (writeTimeout from the moment the one before it was
+// taken by the network): a client that reads slowly but steadily makes
+// progress within every deadline and keeps its stream however large the
+// message, while one that stops reading fails within writeTimeout of its
+// last progress, as before.
+const writeChunk = 32 << 10
+
+// minWriteRate bounds a whole write, however its chunks progress: no
+// deadline of a write runs past writeTimeout + (the bytes handed to the
+// network so far, the chunk in progress included)/minWriteRate from its
+// start. A client that takes less than minWriteRate on average, beyond a
+// writeTimeout of slack, loses its stream, and a write of n bytes ends
+// within writeTimeout + n/minWriteRate at the latest (with a 10 s
+// writeTimeout, 5 min 15 s for 5 MB), so that a client that trickles
+// cannot hold its stream's handler on one message for longer. 16 KiB/s
+// is 128 kbit/s.
+const minWriteRate = 16 << 10
+
+// openingGrace is how long a stream closed during its opening write (the
+// status line and first bytes of the response) leaves that write to
+// finish: a moment, so that the client normally gets a status line rather
+// than a dropped connection, but a bounded one, well within CleanupTimeout,
+// so that an opening blocked on the network does not outlast the
+// termination that waits for its handler.
+const openingGrace = 100 * time.Millisecond
+
+// errWriteFailed wraps the error of a write that was tried: some of it may
+// have reached the client. A write refused because the stream had already
+// ended returns the stream's cause unwrapped.
+var errWriteFailed = errors.New("sse write")
 
 // newSSEStream returns a stream whose context, derived from parent, ends
 // with it.
@@ -91,14 +130,10 @@ func (s *sseStream) start(first ...[]byte) error {
 	s.mu.Unlock()
 	err := s.write(func() error {
 		s.w.WriteHeader(http.StatusOK)
-		var body []byte
 		if len(first) == 0 {
-			body = []byte(": stream open\n\n")
-		} else {
-			body = appendEvents(nil, first)
+			return s.putString(": stream open\n\n")
 		}
-		_, err := s.w.Write(body)
-		return err
+		return s.putEvents(first)
 	})
 	s.mu.Lock()
 	s.opening = false
@@ -114,25 +149,23 @@ func (s *sseStream) event(data []byte) error {
 // events writes JSON-RPC messages as SSE "message" events, in order, with
 // one write and one flush.
 func (s *sseStream) events(msgs [][]byte) error {
-	return s.write(func() error {
-		_, err := s.w.Write(appendEvents(nil, msgs))
-		return err
-	})
+	return s.write(func() error { return s.putEvents(msgs) })
 }
 
-// appendEvents appends msgs to buf as SSE "message" events.
-func appendEvents(buf []byte, msgs [][]byte) []byte {
-	n := len(buf)
+// putEvents puts msgs as SSE "message" events, within a write.
+func (s *sseStream) putEvents(msgs [][]byte) error {
 	for _, m := range msgs {
-		n += len(m) + 24
+		if err := s.putString("event: message\ndata: "); err != nil {
+			return err
+		}
+		if err := s.put(m); err != nil {
+			return err
+		}
+		if err := s.putString("\n\n"); err != nil {
+			return err
+		}
 	}
-	buf = slices.Grow(buf, n-len(buf))
-	for _, m := range msgs {
-		buf = append(buf, "event: message\ndata: "...)
-		buf = append(buf, m...)
-		buf = append(buf, "\n\n"...)
-	}
-	return buf
+	return nil
 }
 
 // comment writes an SSE comment line, which clients ignore.
@@ -143,8 +176,11 @@ func (s *sseStream) comment(text string) error {
 	})
 }
 
-// write runs fn and flushes under a fresh write deadline. A failed write
-// ends the stream (end: its owner is told, a derived context cancelled).
+// write runs fn, which writes one message (with put, putString or
+// directly when it is small), and flushes, under write deadlines: the
+// first set here, the next ones by put as the message goes out in chunks.
+// A failed write ends the stream (end: its owner is told, a derived
+// context cancelled) and returns an error wrapping errWriteFailed.
 func (s *sseStream) write(fn func() error) error {
 	s.mu.Lock()
 	if s.closed {
@@ -154,9 +190,9 @@ func (s *sseStream) write(fn func() error) error {
 	}
 	s.writing = true
 	s.since = time.Now()
-	// Errors are ignored: a writer without deadline support still works,
-	// only without the bound.
-	_ = s.rc.SetWriteDeadline(s.since.Add(s.writeTimeout))
+	s.budget = s.writeTimeout
+	s.pending, s.chunked = 0, 0
+	s.arm()
 	s.mu.Unlock()
 
 	err := fn()
@@ -165,7 +201,7 @@ func (s *sseStream) write(fn func() error) error {
 	}
 
 	if err != nil {
-		err = fmt.Errorf("sse write: %w", err)
+		err = fmt.Errorf("%w: %w", errWriteFailed, err)
 	}
 	s.mu.Lock()
 	s.writing = false
@@ -182,6 +218,80 @@ func (s *sseStream) write(fn func() error) error {
 	return err
 }
 
+// arm sets the deadline of the chunk that began at s.since. (Errors are
+// ignored: a writer without deadline support still works, only without
+// the bound.) Callers hold s.mu.
+func (s *sseStream) arm() {
+	_ = s.rc.SetWriteDeadline(s.due())
+}
+
+// due is the deadline of the chunk in progress: writeTimeout from its
+// start, within the write's budget. Callers hold s.mu.
+func (s *sseStream) due() time.Time {
+	return s.since.Add(min(s.writeTimeout, s.budget))
+}
+
+// put writes p within a write (in write's fn), in chunks of at most
+// writeChunk bytes, each under a fresh deadline (progress).
+func (s *sseStream) put(p []byte) error {
+	for len(p) > 0 {
+		n := min(len(p), writeChunk)
+		if err := s.progress(n); err != nil {
+			return err
+		}
+		if _, err := s.w.Write(p[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}
+
+// putString writes str, at most writeChunk bytes, within a write.
+func (s *sseStream) putString(str string) error {
+	if err := s.progress(len(str)); err != nil {
+		return err
+	}
+	_, err := io.WriteString(s.w, str)
+	return err
+}
+
+// progress accounts for the next n bytes (at most writeChunk) of the write
+// in progress. What was written before them has been taken by the network
+// (the writes returned), which is the client's progress: once the bytes
+// under the current deadline would pass writeChunk, the next chunk begins
+// now, under a fresh deadline, no longer the opening, and the bytes since
+// the last such moment, these n included, add n/minWriteRate to the
+// write's budget. It fails, with the stream's cause, once the stream is
+// closed: close interrupts a write between its pieces too, except within
+// the opening's first chunk, which close leaves its grace. Within a chunk
+// it takes no lock.
+func (s *sseStream) progress(n int) error {
+	s.pending += int32(n)
+	within := int(s.chunked)+n <= writeChunk
+	if within && !s.ended.Load() {
+		s.chunked += int32(n)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed && !(s.opening && within) {
+		return s.cause
+	}
+	if within {
+		s.chunked += int32(n)
+		return nil
+	}
+	now := time.Now()
+	s.budget += time.Duration(s.pending)*time.Second/minWriteRate - now.Sub(s.since)
+	s.pending = 0
+	s.since = now
+	s.opening = false
+	s.chunked = int32(n)
+	s.arm()
+	return nil
+}
+
 // close ends the stream with cause (end: its owner is told, a derived
 // context cancelled), and a write blocked on the network is interrupted at
 // once. It is idempotent.
@@ -194,11 +304,17 @@ func (s *sseStream) close(cause error) {
 	s.closed = true
 	s.end(cause)
 	switch {
-	case s.writing && !s.opening:
-		// Interrupt the blocked write now. (The opening comment of an SSE
-		// stream, a few bytes on a fresh connection, is left to finish under
-		// its own deadline, so that the client gets a status line rather
-		// than a dropped connection.)
+	case s.writing && s.opening:
+		// The opening of an SSE stream, a few bytes on a fresh connection,
+		// is left a moment to finish, so that the client gets a status line
+		// rather than a dropped connection; one blocked on the network
+		// fails after openingGrace.
+		if dl := time.Now().Add(openingGrace); dl.Before(s.due()) {
+			_ = s.rc.SetWriteDeadline(dl)
+		}
+	case s.writing:
+		// Interrupt the blocked write now (a write between two chunks
+		// stops at the next: progress).
 		_ = s.rc.SetWriteDeadline(time.Unix(1, 0))
 	case s.started:
 		// The handler exits at its next select; bound the final flush
@@ -220,8 +336,8 @@ func (s *sseStream) begun() bool {
 	return s.started
 }
 
-// squeeze cuts the stream's write deadline to d, for the write in progress
-// (counted from its start, so a write blocked longer fails at once) and for
+// squeeze cuts the stream's write deadline to d, for the chunk in progress
+// (counted from its start, so a chunk blocked longer fails at once) and for
 // every later one. It is how an overflowing queue closes the stream that
 // caused it: a client that still reads completes its writes well within d,
 // one that stopped reading loses the stream. It reports whether this call
@@ -234,7 +350,7 @@ func (s *sseStream) squeeze(d time.Duration) bool {
 	}
 	s.writeTimeout = d
 	if s.writing {
-		_ = s.rc.SetWriteDeadline(s.since.Add(d))
+		s.arm()
 	}
 	return true
 }
