@@ -72,7 +72,7 @@ func (h *Handler) makeCopy(r *http.Request, id string) (*session, *failure) {
 		h.mcp.UnregisterSession(context.WithoutCancel(ctx), id)
 		return nil, f
 	}
-	h.log.Debug("lifeline: adopted a session created on another replica", "session", id)
+	h.log.Debug("lifeline: adopted a session created on another replica", "session", logID(id))
 	return s, nil
 }
 

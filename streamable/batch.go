@@ -188,7 +188,7 @@ func (b *batchResponse) respond(p *postStream, resp mcp.JSONRPCMessage) {
 	}
 	msg, err := json.Marshal(resp)
 	if err != nil {
-		p.h.log.Error("lifeline: response does not encode", "session", p.sess.id, "err", err)
+		p.h.log.Error("lifeline: response does not encode", "session", logID(p.sess.id), "err", err)
 		b.fail(errInternal("the response does not encode: " + err.Error()).forRequest(p.id))
 		return
 	}

@@ -124,7 +124,7 @@ func (h *Handler) answerProbe(g *getStream, b *busState) {
 	defer cancel()
 	err := h.cfg.Store.Publish(ctx, g.sess.id, []byte{frameAlive})
 	if err != nil && !isGone(err) && !errors.Is(err, sessionstore.ErrNoSubscribers) {
-		h.log.Warn("lifeline: answering a stream probe", "session", g.sess.id, "err", err)
+		h.log.Warn("lifeline: answering a stream probe", "session", logID(g.sess.id), "err", err)
 	}
 }
 
@@ -146,7 +146,7 @@ func (h *Handler) reprobe(g *getStream, b *busState) error {
 		return nil
 	}
 	h.log.Info("lifeline: closing a dead GET stream for a client reconnecting on another replica",
-		"session", g.sess.id, "unanswered_pings", g.tracker.Unanswered())
+		"session", logID(g.sess.id), "unanswered_pings", g.tracker.Unanswered())
 	g.close(errDeadPeer)
 	return errDeadPeer
 }
@@ -161,7 +161,7 @@ func (h *Handler) busClosed(g *getStream, b *busState) {
 		b.sessionEnded = true
 		return
 	}
-	h.log.Warn("lifeline: the session's bus subscription ended; closing the stream", "session", g.sess.id)
+	h.log.Warn("lifeline: the session's bus subscription ended; closing the stream", "session", logID(g.sess.id))
 }
 
 // streamSubs are a GET stream's subscriptions, with replicas: to the

@@ -101,7 +101,7 @@ func (r *leaseRenewer) renew() {
 	}
 	r.mu.Unlock()
 	if err != nil && !stopped && r.g.ctx.Err() == nil {
-		r.h.log.Warn("lifeline: stream lease lost; closing the stream", "session", r.g.sess.id, "err", err)
+		r.h.log.Warn("lifeline: stream lease lost; closing the stream", "session", logID(r.g.sess.id), "err", err)
 		r.g.close(errLeaseLost)
 	}
 }

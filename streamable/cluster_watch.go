@@ -47,7 +47,7 @@ func (s *session) runWatch(done chan struct{}) {
 	s.mu.Unlock()
 	close(done)
 	if ended {
-		s.h.log.Debug("lifeline: session ended on another replica; ending its requests here", "session", s.id)
+		s.h.log.Debug("lifeline: session ended on another replica; ending its requests here", "session", logID(s.id))
 		s.terminate(context.Background(), errEndedElsewhere)
 	}
 }
@@ -63,7 +63,7 @@ func (s *session) watchBus(done chan struct{}) bool {
 	case err != nil:
 		if s.ctx.Err() == nil {
 			s.h.log.Debug("lifeline: cannot watch the session's bus; a termination elsewhere is seen at the next store check",
-				"session", s.id, "err", err)
+				"session", logID(s.id), "err", err)
 		}
 		return false
 	}

@@ -207,7 +207,7 @@ func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionsto
 	switch {
 	case err == nil:
 		if g.renewFailing {
-			h.log.Info("lifeline: stream lease renewed again", "session", g.sess.id)
+			h.log.Info("lifeline: stream lease renewed again", "session", logID(g.sess.id))
 			g.renewFailing = false
 		}
 		return l, nil
@@ -215,7 +215,7 @@ func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionsto
 		return lease, fmt.Errorf("renew stream lease: %w", err)
 	}
 	if !g.renewFailing {
-		h.log.Warn("lifeline: cannot renew the stream lease; the stream keeps serving", "session", g.sess.id, "err", err)
+		h.log.Warn("lifeline: cannot renew the stream lease; the stream keeps serving", "session", logID(g.sess.id), "err", err)
 		g.renewFailing = true
 	}
 	return lease, nil
@@ -276,7 +276,7 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 		return false
 	}
 	h.log.Info("lifeline: closing a dead GET stream for a reconnecting client",
-		"session", old.sess.id, "unanswered_pings", old.tracker.Unanswered())
+		"session", logID(old.sess.id), "unanswered_pings", old.tracker.Unanswered())
 	old.close(errDeadPeer)
 	return h.awaitExit(ctx, old, h.cfg.CleanupTimeout)
 }
@@ -304,7 +304,7 @@ func (h *Handler) runGet(g *getStream) {
 		// The lease goes before the slot, so a GET that finds the slot
 		// free also finds the lease free.
 		if err := h.cfg.Store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
-			h.log.Warn("lifeline: release stream lease", "session", sess.id, "err", err)
+			h.log.Warn("lifeline: release stream lease", "session", logID(sess.id), "err", err)
 		}
 		// With replicas, only now that no pump sees this stream as the
 		// holder: stop listening, and keep what was sent to it and not
@@ -398,7 +398,7 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			if g.tracker.Dead() && !bus.storeDown() {
 				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",
-					"session", sess.id, "unanswered_pings", g.tracker.Unanswered())
+					"session", logID(sess.id), "unanswered_pings", g.tracker.Unanswered())
 				g.close(errDeadPeer)
 				return
 			}
@@ -410,7 +410,7 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			l, err := h.renewLease(g, g.lease)
 			if err != nil {
-				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", sess.id, "err", err)
+				h.log.Warn("lifeline: stream lease lost; closing the stream", "session", logID(sess.id), "err", err)
 				return
 			}
 			g.lease = l
@@ -484,7 +484,7 @@ func (h *Handler) encodeNotification(sessionID string, n mcp.JSONRPCNotification
 	b, err := json.Marshal(n)
 	if err != nil {
 		h.log.Error("lifeline: dropping a notification that does not encode",
-			"session", sessionID, "method", n.Method, "err", err)
+			"session", logID(sessionID), "method", n.Method, "err", err)
 		return nil
 	}
 	return b

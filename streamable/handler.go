@@ -276,7 +276,7 @@ func (h *Handler) refused(sessionID, queue string, size int, squeezed bool) {
 		return
 	}
 	h.log.Warn("lifeline: queue full; notification refused",
-		"session", sessionID, "queue", queue, "size", size,
+		"session", logID(sessionID), "queue", queue, "size", size,
 		"stream_squeezed", squeezed, "refused_total", n)
 }
 
@@ -309,7 +309,7 @@ func (h *Handler) waitExits(id string, exits []<-chan struct{}) bool {
 		case <-ch:
 		case <-t.C:
 			h.log.Error("lifeline: session handlers did not exit within the cleanup timeout",
-				"session", id, "timeout", h.cfg.CleanupTimeout)
+				"session", logID(id), "timeout", h.cfg.CleanupTimeout)
 			return false
 		}
 	}
@@ -495,10 +495,10 @@ func (h *Handler) sweepOnce() {
 		}
 		switch {
 		case isGone(err):
-			h.log.Info("lifeline: session expired or ended elsewhere", "session", s.id, "idle_ttl", h.cfg.IdleTTL)
+			h.log.Info("lifeline: session expired or ended elsewhere", "session", logID(s.id), "idle_ttl", h.cfg.IdleTTL)
 			s.terminate(context.Background(), h.goneCause())
 		case err != nil:
-			h.log.Warn("lifeline: store check failed", "session", s.id, "err", err)
+			h.log.Warn("lifeline: store check failed", "session", logID(s.id), "err", err)
 		}
 	}
 	// The default store frees what lapsed as it goes; this frees the rest.

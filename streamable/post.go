@@ -185,7 +185,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 			h.discardLocked(sess)
 			return nil, nil, errStore(err)
 		}
-		h.log.Warn("lifeline: store update after initialize", "session", id, "err", err)
+		h.log.Warn("lifeline: store update after initialize", "session", logID(id), "err", err)
 	}
 	return sess, resp, nil
 }
@@ -194,7 +194,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 // its client never learnt the id, so nothing, not even a tombstone, is kept.
 func (h *Handler) dropRecord(id string) {
 	if err := h.cfg.Store.Remove(context.Background(), id); err != nil {
-		h.log.Warn("lifeline: store remove of a refused session", "session", id, "err", err)
+		h.log.Warn("lifeline: store remove of a refused session", "session", logID(id), "err", err)
 	}
 }
 

@@ -151,7 +151,7 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		p.h.log.Error("lifeline: response does not encode", "session", p.sess.id, "err", err)
+		p.h.log.Error("lifeline: response does not encode", "session", logID(p.sess.id), "err", err)
 		p.lost++
 		return
 	}
@@ -163,7 +163,7 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 func (p *postStream) finish() {
 	if p.lost > 0 {
 		p.h.log.Info("lifeline: messages for a request could not be written: its client is gone",
-			"session", p.sess.id, "messages", p.lost)
+			"session", logID(p.sess.id), "messages", p.lost)
 	}
 	if p.sse != nil && p.batch == nil { // a batch's stream ends with the batch
 		p.sess.removePostStream(p.sse)
@@ -249,7 +249,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte) (resp mcp.JSONRPCMessage) {
 	defer func() {
 		if v := recover(); v != nil {
-			h.log.Error("lifeline: panic while handling a request", "session", cs.SessionID(), "panic", v)
+			h.log.Error("lifeline: panic while handling a request", "session", logID(cs.SessionID()), "panic", v)
 			resp = rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: rpcErrorBody{
 				Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: the request handler panicked: %v", v)}}
 		}

@@ -73,7 +73,7 @@ func (s *session) stopPump() {
 	select {
 	case <-done:
 	case <-t.C:
-		s.h.log.Error("lifeline: the session's pump did not stop within the cleanup timeout", "session", s.id)
+		s.h.log.Error("lifeline: the session's pump did not stop within the cleanup timeout", "session", logID(s.id))
 	}
 }
 
@@ -205,7 +205,7 @@ func (s *session) forward(msg []byte) bool {
 	}
 	if err != nil && s.ctx.Err() == nil && !isGone(err) {
 		s.h.log.Debug("lifeline: forwarding a message to the stream's replica failed; kept for a retry",
-			"session", s.id, "err", err)
+			"session", logID(s.id), "err", err)
 	}
 	return false
 }

@@ -297,7 +297,7 @@ func (s *session) writeFailed(c carried, err error) {
 	}
 	n := s.h.droppedCount.Add(1)
 	s.h.log.Warn("lifeline: dropping a message that no stream could deliver",
-		"session", s.id, "bytes", len(c.msg), "attempts", c.attempts, "err", err, "dropped_total", n)
+		"session", logID(s.id), "bytes", len(c.msg), "attempts", c.attempts, "err", err, "dropped_total", n)
 }
 
 func (s *session) takeCarry() []carried {
@@ -402,7 +402,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		return // never stored, already ended there, or kept for the other replicas
 	}
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
-		s.h.log.Warn("lifeline: store terminate failed", "session", s.id, "err", err)
+		s.h.log.Warn("lifeline: store terminate failed", "session", logID(s.id), "err", err)
 	}
 }
 
