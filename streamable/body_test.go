@@ -99,7 +99,13 @@ func TestSlowBodyGets408(t *testing.T) {
 func TestSlowBodiesFreeTheirHandlers(t *testing.T) {
 	const conns = 200
 	r := newBodyRig(t, streamable.Config{BodyReadTimeout: 300 * time.Millisecond})
-	runtime.GC()
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	heapBefore := heap()
 	before := runtime.NumGoroutine()
 	var held []net.Conn
 	for range conns {
@@ -108,7 +114,7 @@ func TestSlowBodiesFreeTheirHandlers(t *testing.T) {
 	testutil.Eventually(t, wait, "every trickled request to reach its handler", func() bool {
 		return r.active.Load() == conns
 	})
-	peak := runtime.NumGoroutine()
+	peak, heapPeak := runtime.NumGoroutine(), heap()
 	for _, conn := range held {
 		if status, _ := statusOf(t, conn); !strings.HasPrefix(status, "408") {
 			t.Fatalf("trickled body: %s", status)
@@ -117,8 +123,8 @@ func TestSlowBodiesFreeTheirHandlers(t *testing.T) {
 	testutil.Eventually(t, wait, "the handlers of trickled bodies to exit", func() bool {
 		return runtime.NumGoroutine() <= before+5
 	})
-	t.Logf("goroutines: %d before, %d with %d trickled bodies, %d after the timeout",
-		before, peak, conns, runtime.NumGoroutine())
+	t.Logf("goroutines: %d before, %d with %d trickled bodies, %d after the timeout; heap: +%d KiB with them, +%d KiB after",
+		before, peak, conns, runtime.NumGoroutine(), int64(heapPeak-heapBefore)>>10, (int64(heap())-int64(heapBefore))>>10)
 }
 
 func TestShutdownInterruptsSlowBodies(t *testing.T) {
