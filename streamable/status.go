@@ -173,8 +173,15 @@ func errInternal(detail string) *failure {
 }
 
 // forRequest sets the id of the request f answers, which its body then
-// echoes, and returns f.
+// echoes, and returns f. The one exception is the 404 of a session that is
+// gone, which keeps "id": null: a client that finds the request's id in a
+// JSON-RPC error takes it for that call's own failure (the Go SDK's client,
+// v1.8.0, does, and then never learns that its session is gone and must be
+// replaced), while a session-level 404 must read as the session's end.
 func (f *failure) forRequest(id json.RawMessage) *failure {
+	if f.code == codeSessionNotFound {
+		return f
+	}
 	f.id = id
 	return f
 }
