@@ -69,7 +69,29 @@ func (m *Memory) sweepLocked(now time.Time, budget int) {
 		}
 		m.scheduleLive(d.id, e) // touched since: due again at its new expiry
 	}
+	m.compact()
 	m.shrink()
+}
+
+// compact drops the heap entries of records and tombstones that are gone
+// (a record terminated or removed before its expiry leaves its entry, a
+// tombstone removed or forgotten leaves its own), once they outnumber the
+// live ones: so the heaps stay within twice what the store holds, plus a
+// little, at a cost amortised over the pushes that made them grow.
+// Callers hold m.mu.
+func (m *Memory) compact() {
+	if m.liveDue.Len() > 2*len(m.sessions)+shrinkAbove {
+		m.liveDue.keep(func(d due) bool {
+			e, ok := m.sessions[d.id]
+			return ok && e.due.Equal(d.at)
+		})
+	}
+	if m.tombDue.Len() > 2*len(m.tombs)+shrinkAbove {
+		m.tombDue.keep(func(d due) bool {
+			at, ok := m.tombs[d.id]
+			return ok && at.Equal(d.at)
+		})
+	}
 }
 
 // shrink gives back the memory of maps and heaps that held many more
@@ -103,6 +125,19 @@ func (h *dueHeap) shrink() {
 	if c := cap(*h); c > shrinkAbove && len(*h) < c/4 {
 		*h = append(make(dueHeap, 0, 2*len(*h)), *h...)
 	}
+}
+
+// keep drops the entries for which live is false and restores the heap.
+func (h *dueHeap) keep(live func(due) bool) {
+	kept := (*h)[:0]
+	for _, d := range *h {
+		if live(d) {
+			kept = append(kept, d)
+		}
+	}
+	clear((*h)[len(kept):])
+	*h = kept
+	heap.Init(h)
 }
 
 func (h dueHeap) Len() int           { return len(h) }

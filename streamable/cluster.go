@@ -122,3 +122,25 @@ func (s *session) restoreRecord(rec sessionstore.Record) {
 	s.SetProtocolVersion(rec.ProtocolVersion)
 	s.Initialize()
 }
+
+// A message a pump forwards to the stream's replica (on the holder's
+// topic) carries how many streams already failed to write it, so that
+// maxWriteAttempts holds across replicas: a JSON message as it is for
+// none, else one byte of count (below ' ', which no JSON text starts with)
+// before it.
+
+// encodeForwarded is c as a pump forwards it.
+func encodeForwarded(c carried) []byte {
+	if c.attempts <= 0 {
+		return c.msg
+	}
+	return append([]byte{byte(min(c.attempts, maxWriteAttempts))}, c.msg...)
+}
+
+// decodeForwarded reads a message a pump forwarded.
+func decodeForwarded(m []byte) carried {
+	if len(m) > 0 && m[0] < ' ' {
+		return carried{msg: m[1:], attempts: int(m[0])}
+	}
+	return carried{msg: m}
+}

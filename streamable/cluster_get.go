@@ -218,7 +218,7 @@ func (h *Handler) keepUnread(sess *session, msgs <-chan []byte) {
 			if !ok {
 				return
 			}
-			sess.requeue(m)
+			sess.keep(decodeForwarded(m))
 		default:
 			return
 		}

@@ -363,6 +363,7 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	for {
 		var msg []byte
+		attempts := 0 // how many streams already failed to write msg
 		// A send that raced the queues' making is read once they are
 		// empty: the sender's earlier messages are in them (idle_queue.go).
 		lateNow := late
@@ -422,7 +423,8 @@ func (h *Handler) runGet(g *getStream) {
 				h.busClosed(g, bus)
 				return
 			}
-			msg = m
+			c := decodeForwarded(m)
+			msg, attempts = c.msg, c.attempts
 		case m, ok := <-bus.msgs:
 			if !ok {
 				h.busClosed(g, bus)
@@ -444,7 +446,7 @@ func (h *Handler) runGet(g *getStream) {
 			continue
 		}
 		if err := g.event(msg); err != nil {
-			sess.writeFailed(carried{msg: msg}, err)
+			sess.writeFailed(carried{msg: msg, attempts: attempts}, err)
 			return
 		}
 	}

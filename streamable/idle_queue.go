@@ -31,11 +31,22 @@ const idleSlots = 4
 // no full queues: small, made on first use, or the queues if they now exist.
 func (s *session) idleChannel() chan<- mcp.JSONRPCNotification {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if q := s.q.Load(); q != nil {
+		s.mu.Unlock()
 		return q.notifications
 	}
-	return s.smallLocked()
+	if s.get == nil {
+		defer s.mu.Unlock()
+		return s.smallLocked()
+	}
+	// A stream is there: it reads the full queues.
+	q, made := s.makeQueuesLocked()
+	g := s.get
+	s.mu.Unlock()
+	if made {
+		g.signal()
+	}
+	return q.notifications
 }
 
 func (s *session) smallLocked() chan mcp.JSONRPCNotification {
@@ -98,9 +109,11 @@ func (s *session) makeQueuesLocked() (*sessionQueues, bool) {
 }
 
 // claimHeldLocked makes the full queues for a stream that claims the
-// session, if it holds anything. Callers hold s.mu.
+// session, if it was ever sent anything: what it holds goes first, and a
+// send under way (it may have been told to use small) finds the stream
+// reading small as well. Callers hold s.mu.
 func (s *session) claimHeldLocked() {
-	if sm := s.small.Load(); len(s.held) > 0 || sm != nil && len(*sm) > 0 {
+	if len(s.held) > 0 || s.small.Load() != nil {
 		s.makeQueuesLocked()
 	}
 }

@@ -201,8 +201,8 @@ func (h *Handler) dropRecord(id string) {
 // discardLocked removes a session that never got to serve a request, and
 // its record. Callers hold sess.life.
 func (h *Handler) discardLocked(sess *session) {
-	if started, _ := sess.beginTerminate(errDeleted, false); started {
-		sess.finishTerminate(context.Background(), errDeleted)
+	if started, _ := sess.beginTerminate(errDiscarded, false); started {
+		sess.finishTerminate(context.Background(), errDiscarded) // leaves the record
 		h.dropRecord(sess.id)
 	}
 }

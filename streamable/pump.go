@@ -91,7 +91,7 @@ func (s *session) runPump(done, stop chan struct{}) {
 		pending = s.calls.prune(pending)
 		for len(pending) > 0 {
 			if s.calls.take(pending[0].msg) {
-				if !s.forward(pending[0].msg) {
+				if !s.forward(encodeForwarded(pending[0])) {
 					s.calls.untake(pending[0].msg)
 					break
 				}

@@ -26,6 +26,9 @@ var (
 	errDeleted  = errors.New("session terminated by DELETE")
 	errExpired  = errors.New("session expired after its idle TTL")
 	errShutdown = errors.New("server shutting down")
+	// errDiscarded: a session whose initialize failed; its record is
+	// removed (Store.Remove), not terminated, so it leaves no tombstone.
+	errDiscarded = errors.New("session discarded: its initialize failed")
 	// errDeletedInStore: DELETE with a shared store, which terminated the
 	// record itself before ending the local copy.
 	errDeletedInStore = errors.New("session terminated by DELETE")
@@ -398,8 +401,8 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 	defer close(s.ended)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(ctx, s.id)
-	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || (s.h.shared && cause == errShutdown) {
-		return // never stored, already ended there, or kept for the other replicas
+	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || cause == errDiscarded || (s.h.shared && cause == errShutdown) {
+		return // never stored, already ended there, removed by the caller, or kept for the other replicas
 	}
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
 		s.h.log.Warn("lifeline: store terminate failed", "session", logID(s.id), "err", err)

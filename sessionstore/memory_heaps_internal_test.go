@@ -7,12 +7,11 @@ import (
 	"time"
 )
 
-// REVIEW-2: a record that is terminated or removed leaves its liveDue entry
-// in the heap until the record's expiry would have come. Tombstones are
-// bounded (MemoryTombstones) but the heap behind the live records is not:
-// a client looping initialize + DELETE (or refused initializes, Remove)
-// grows it by one entry (and its id string) per session for IdleTTL.
-func TestReview2LiveDueBoundedAfterTerminateAndRemove(t *testing.T) {
+// A record terminated or removed before its expiry leaves its entry in the
+// expiry heap; the heaps are compacted once such entries outnumber the
+// live ones, so a client looping initialize + DELETE (or refused
+// initializes) cannot grow them without bound.
+func TestDueHeapsBoundedAfterTerminateAndRemove(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemory(nil)
 	const n = 3 * MemoryTombstones

@@ -15,12 +15,11 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// REVIEW-2: mcp-go calls UpgradeToSSEWhenReceiveNotification, then
-// NotificationChannel, then sends. If a stream claims the session between
-// the two (with nothing held, so claimGet makes no queues), the send lands
-// in small while the stream waits with notes == nil and late == nil:
-// nothing reads small nor wakes the stream until some other send comes.
-func TestReview2SendRacingAnEmptyClaimIsStranded(t *testing.T) {
+// mcp-go calls UpgradeToSSEWhenReceiveNotification, then
+// NotificationChannel, then sends. A stream that claims the session between
+// the two still gets the send: the claim makes the full queues once the
+// session has its small channel, and the stream reads both.
+func TestSendRacingAnEmptyClaimIsDelivered(t *testing.T) {
 	mcpServer := server.NewMCPServer("t", "1")
 	h := New(mcpServer, Config{HeartbeatInterval: Disabled, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ts := httptest.NewServer(h)

@@ -12,13 +12,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// REVIEW-2: a failed initialize is discarded by discardLocked, which runs
-// finishTerminate (Store.Terminate: a tombstone, and with Memory at its
-// MemoryTombstones bound the eviction of a real tombstone) before
-// dropRecord's Remove. So each failed initialize costs a real terminated
-// session its tombstone (ErrTerminated becomes ErrNotFound early), and
-// leaves a tombDue entry for IdleTTL.
-func TestReview2FailedInitializeEvictsARealTombstone(t *testing.T) {
+// A failed initialize leaves no tombstone: its record is removed, not
+// terminated, so with Memory at its MemoryTombstones bound it cannot cost
+// a really terminated session its tombstone.
+func TestFailedInitializeLeavesNoTombstone(t *testing.T) {
 	store := sessionstore.NewMemory(nil)
 	ctx := context.Background()
 	// A terminated session, its tombstone the closest to lapsing...
