@@ -1,0 +1,32 @@
+package streamable_test
+
+import (
+	"testing"
+
+	"github.com/lifeline-mcp/lifeline/streamable"
+)
+
+// A batch that carries a request and a response with the same id (the
+// client's request ids and the server's are separate id spaces): the
+// client's stray response gets an error answer carrying the response's id,
+// so the batch's array holds two answers with id 1 and the client cannot
+// tell which one answers its request. requestID's doc says a response's
+// error answers carry no id (null); batchReply uses errUnknownResponseID(env.ID).
+func TestReview1BatchResponseErrorDoesNotTakeARequestsID(t *testing.T) {
+	r := newRig(t, streamable.Config{})
+	c := session20250326(t, r)
+	resp := postBatch(t, c,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	)
+	got := jsonAnswers(t, resp)
+	n := 0
+	for _, a := range got {
+		if string(a.ID) == "1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d answers with id 1 in one batch, want 1: %s", n, resp.Body)
+	}
+}
