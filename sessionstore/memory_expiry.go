@@ -94,9 +94,10 @@ func (m *Memory) compact() {
 	}
 }
 
-// shrink gives back the memory of maps and heaps that held many more
-// entries than they do now (Go maps never shrink by themselves). Callers
-// hold m.mu.
+// shrink gives back the memory of heaps that use under a quarter of their
+// array, and of maps once they are empty after holding many entries (Go
+// maps never shrink by themselves; a map is remade only when empty, so a
+// store that stays busy keeps the map of its peak). Callers hold m.mu.
 func (m *Memory) shrink() {
 	if len(m.tombs) == 0 && m.tombsPeak > shrinkAbove {
 		m.tombs, m.tombsPeak = make(map[string]time.Time), 0

@@ -18,26 +18,33 @@ import (
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
 	limit := h.cfg.MaxBodyBytes
 	if n := r.ContentLength; n > limit {
-		return nil, errBodyTooLarge(limit)
+		return nil, errBodyTooLarge(limit).closing()
 	}
 	read, ok := h.bodyReads.begin(w, h.cfg.BodyReadTimeout)
 	if !ok {
 		return nil, errShuttingDown()
 	}
 	body, err := h.readLimited(w, r, limit)
-	interrupted := h.bodyReads.end(read)
 	var tooLarge *http.MaxBytesError
-	switch {
-	case err == nil && int64(len(body)) > limit, errors.As(err, &tooLarge):
-		return nil, errBodyTooLarge(limit)
-	case err != nil && interrupted:
-		return nil, errShuttingDown()
-	case err != nil && isTimeout(err):
-		return nil, errBodyTimeout(h.cfg.BodyReadTimeout)
-	case err != nil:
-		return nil, errParse("reading the request body: " + err.Error())
+	if err == nil && int64(len(body)) > limit {
+		err = &http.MaxBytesError{Limit: limit}
 	}
-	return body, nil
+	interrupted := h.bodyReads.end(read, err == nil)
+	// A body not read whole closes the connection: net/http would
+	// otherwise read what is left of a small one (up to 256 KiB) before
+	// answering, as long as the client cares to send it.
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &tooLarge):
+		return nil, errBodyTooLarge(limit).closing()
+	case interrupted:
+		return nil, errShuttingDown().closing()
+	case isTimeout(err):
+		return nil, errBodyTimeout(h.cfg.BodyReadTimeout).closing()
+	default:
+		return nil, errParse("reading the request body: " + err.Error()).closing()
+	}
 }
 
 // readLimited reads r's body, stopping one byte past limit.
@@ -117,14 +124,16 @@ func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) (*bodyRe
 	return read, true
 }
 
-// end clears the read deadline (net/http goes on reading the connection,
-// to notice a client that leaves, and must not fail at the old deadline)
-// and reports whether Shutdown interrupted the read.
-func (b *bodyReads) end(read *bodyRead) (interrupted bool) {
+// end clears the read deadline of a body read whole (net/http goes on
+// reading the connection, to notice a client that leaves, and must not
+// fail at the old deadline; a failed read keeps it, so that nothing reads
+// that connection any longer) and reports whether Shutdown interrupted the
+// read.
+func (b *bodyReads) end(read *bodyRead, whole bool) (interrupted bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.active, read)
-	if !read.interrupted {
+	if whole && !read.interrupted {
 		_ = read.rc.SetReadDeadline(time.Time{})
 	}
 	return read.interrupted

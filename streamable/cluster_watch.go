@@ -36,15 +36,26 @@ func (s *session) startWatchLocked() {
 // runWatch subscribes to the session's bus and waits for the subscription
 // to close (the session ended in the store, or the store dropped it), for
 // the session to end here, or for it to have had no request for watchIdle.
-// A session the store says is gone is terminated here, after the watch has
-// marked itself exited (termination waits for a running watch).
+// It marks itself exited only once its subscription is closed, and goes
+// on watching if a request began while it was closing. A session the store
+// says is gone is terminated here, after the watch has marked itself
+// exited (termination waits for a running watch).
 func (s *session) runWatch(done chan struct{}) {
-	ended := s.watchBus(done)
-	s.mu.Lock()
-	if s.watch.done == done {
-		s.watch.done = nil
+	var ended bool
+	for {
+		var idle bool
+		var seen uint64
+		ended, idle, seen = s.watchBus()
+		s.mu.Lock()
+		again := idle && s.ctx.Err() == nil && (s.work > 0 || s.watch.work != seen)
+		if !again && s.watch.done == done {
+			s.watch.done = nil
+		}
+		s.mu.Unlock()
+		if !again {
+			break
+		}
 	}
-	s.mu.Unlock()
 	close(done)
 	if ended {
 		s.h.log.Debug("lifeline: session ended on another replica; ending its requests here", "session", logID(s.id))
@@ -53,38 +64,40 @@ func (s *session) runWatch(done chan struct{}) {
 }
 
 // watchBus is the watch itself; it reports whether the session ended in
-// the store. Everything published on the bus is for others (replies are
-// taken by the requests and streams waiting for them) and is dropped.
-func (s *session) watchBus(done chan struct{}) bool {
+// the store, or else whether it stopped for being idle, with the count of
+// requests begun that it saw last. Everything published on the bus is for
+// others (replies are taken by the requests and streams waiting for them)
+// and is dropped. Its subscription is closed when it returns.
+func (s *session) watchBus() (ended, idle bool, seen uint64) {
 	sub, err := s.h.cfg.Store.Subscribe(s.ctx, s.id)
 	switch {
 	case isGone(err):
-		return s.ctx.Err() == nil
+		return s.ctx.Err() == nil, false, 0
 	case err != nil:
 		if s.ctx.Err() == nil {
 			s.h.log.Debug("lifeline: cannot watch the session's bus; a termination elsewhere is seen at the next store check",
 				"session", logID(s.id), "err", err)
 		}
-		return false
+		return false, false, 0
 	}
 	defer sub.Close()
-	idle := time.NewTimer(watchIdle)
-	defer idle.Stop()
-	seen := s.watchedWork()
+	timer := time.NewTimer(watchIdle)
+	defer timer.Stop()
+	seen = s.watchedWork()
 	for {
 		select {
 		case _, ok := <-sub.Messages():
 			if !ok {
-				return s.ctx.Err() == nil && s.h.endedInStore(s.id)
+				return s.ctx.Err() == nil && s.h.endedInStore(s.id), false, 0
 			}
 		case <-s.ctx.Done():
-			return false
-		case <-idle.C:
-			if s.watchMayExit(done, seen) {
-				return false
+			return false, false, 0
+		case <-timer.C:
+			if now := s.watchedWork(); now == seen && !s.working() {
+				return false, true, seen
 			}
 			seen = s.watchedWork()
-			idle.Reset(watchIdle)
+			timer.Reset(watchIdle)
 		}
 	}
 }
@@ -95,16 +108,9 @@ func (s *session) watchedWork() uint64 {
 	return s.watch.work
 }
 
-// watchMayExit ends the watch if the session runs no request and began
-// none since seen; a request begun later starts a new one.
-func (s *session) watchMayExit(done chan struct{}, seen uint64) bool {
+// working reports whether the session runs a request.
+func (s *session) working() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.work > 0 || s.watch.work != seen {
-		return false
-	}
-	if s.watch.done == done {
-		s.watch.done = nil
-	}
-	return true
+	return s.work > 0
 }

@@ -28,6 +28,14 @@ type failure struct {
 	retryAfter time.Duration
 	allow      string
 	storeDown  bool // the store failed (errStore): a degraded path may still serve
+	closeConn  bool // answered with Connection: close (the body was not read whole)
+}
+
+// closing marks f to close the connection after it is written, and
+// returns f.
+func (f *failure) closing() *failure {
+	f.closeConn = true
+	return f
 }
 
 func (f *failure) Error() string { return fmt.Sprintf("%d: %s", f.status, f.message) }
@@ -195,6 +203,9 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	}
 	if f.allow != "" {
 		h.Set("Allow", f.allow)
+	}
+	if f.closeConn {
+		h.Set("Connection", "close")
 	}
 	id := f.id
 	if len(id) == 0 {
