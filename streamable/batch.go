@@ -110,17 +110,20 @@ func (h *Handler) serveBatchItem(b *batchResponse, r *http.Request, sess *sessio
 	}
 }
 
-// batchReply delivers a client's response in a batch.
+// batchReply delivers a client's response in a batch. A response it cannot
+// deliver gets an error answer whose id is null, the id it names being one
+// of the server's own request ids: the client's requests, in the same
+// array, may use the same values.
 func (h *Handler) batchReply(b *batchResponse, r *http.Request, sess *session, env envelope, item []byte) {
 	switch {
 	case sess.stateless:
-		b.fail(errUnknownResponseID(env.ID))
+		b.fail(errUnknownResponseID(env.ID).forRequest(nil))
 	case sess.calls.deliver(env.ID, env.Result, env.Error):
 	case !h.shared:
-		b.fail(errUnknownResponseID(env.ID))
+		b.fail(errUnknownResponseID(env.ID).forRequest(nil))
 	default:
 		if err := h.publishReply(r.Context(), sess, item); err != nil {
-			b.fail(h.storeFailure(err).forRequest(env.ID))
+			b.fail(h.storeFailure(err))
 		}
 	}
 }

@@ -214,3 +214,28 @@ func cancelledNotification(id int64, reason string) mcp.JSONRPCNotification {
 		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
 	}}
 }
+
+// undeliverable fails the call whose request msg is, dropped because no
+// stream could write it (maxWriteAttempts): its caller learns it at once
+// instead of waiting for an answer that cannot come, and nothing cancels a
+// request the client never got whole. Any other message is left alone.
+func (t *callTable) undeliverable(msg []byte, err error) {
+	if len(msg) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, ok := t.out[&msg[0]]
+	if !ok {
+		return
+	}
+	delete(t.out, &msg[0])
+	if o.state == outWithdrawn {
+		t.withdrawn--
+		return
+	}
+	if ch := t.waiting[o.id]; ch != nil {
+		delete(t.waiting, o.id)
+		ch <- callResult{err: err}
+	}
+}

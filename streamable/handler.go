@@ -360,19 +360,22 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			begun = append(begun, s)
 		}
 	}
-	modern := h.modernReqs.close()
-	// Running requests get until the grace ends, then are cancelled; what
-	// they answer is written until ctx ends, then interrupted.
+	// Running requests (2026-07-28 ones too) get until the grace ends,
+	// then are cancelled; what they answer is written until ctx ends,
+	// then interrupted.
+	exits = append(exits, h.modernReqs.close())
 	if exits = h.awaitGrace(ctx, exits); len(exits) > 0 {
 		for _, s := range begun {
 			s.cancelRunning(errShutdown)
 		}
+		h.modernReqs.cancelRunning()
 	}
-	err := waitAll(ctx, append(exits, modern))
+	err := waitAll(ctx, exits)
 	if err != nil {
 		for _, s := range begun {
 			s.interruptPosts(errShutdown)
 		}
+		h.modernReqs.interruptAll()
 	}
 	for _, s := range begun {
 		s.life.Lock()

@@ -19,6 +19,10 @@ import (
 // no standalone GET, subscriptions/listen streams on POST.
 const modernVersion = mcp.ProtocolVersion20260728
 
+// methodListen opens a 2026-07-28 listen stream, the long-lived stream of
+// that version.
+const methodListen = "subscriptions/listen"
+
 // declaresModern reports whether a request declares the 2026-07-28
 // protocol, by header or in its message's params._meta. Later versions are
 // not served (400), so only that exact version counts.
@@ -52,6 +56,10 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	dw := &deadlineWriter{w: w, rc: http.NewResponseController(w), timeout: h.cfg.WriteTimeout, h: h, cancel: cancel}
+	// A listen stream is ended as soon as Shutdown begins, like a GET
+	// stream; other requests are left to finish within its grace.
+	env, _ := parseEnvelope(body)
+	dw.listen = env.Method == methodListen
 	if !h.modernReqs.add(dw) {
 		writeFailure(w, errShuttingDown())
 		return
@@ -97,8 +105,9 @@ func (m *modernSet) remove(dw *deadlineWriter) {
 	}
 }
 
-// close refuses new requests, ends the running ones (cancelled, blocked
-// writes interrupted) and returns a channel closed when none is left.
+// close refuses new requests, ends the listen streams (cancelled, blocked
+// writes interrupted), leaves the other requests running, and returns a
+// channel closed when none is left.
 func (m *modernSet) close() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -110,9 +119,30 @@ func (m *modernSet) close() <-chan struct{} {
 	}
 	m.empty = done
 	for dw := range m.reqs {
-		dw.interrupt()
+		if dw.listen {
+			dw.interrupt()
+		}
 	}
 	return done
+}
+
+// cancelRunning cancels the requests still running (Shutdown's grace is
+// over); what they answer is still written.
+func (m *modernSet) cancelRunning() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for dw := range m.reqs {
+		dw.cancel()
+	}
+}
+
+// interruptAll ends every request left (Shutdown's context ended).
+func (m *modernSet) interruptAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for dw := range m.reqs {
+		dw.interrupt()
+	}
 }
 
 // deadlineWriter serializes the writes of mcp-go's handler and of the
@@ -124,6 +154,7 @@ type deadlineWriter struct {
 	h       *Handler
 
 	cancel      context.CancelFunc // ends the request
+	listen      bool               // a subscriptions/listen stream
 	interrupted atomic.Bool
 
 	mu     sync.Mutex

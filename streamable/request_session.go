@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,18 +127,42 @@ func (r *requestSession) madeRoom() {
 
 // RequestSampling implements server.SessionWithSampling on the POST stream.
 func (r *requestSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if err := r.ended(); err != nil {
+		return nil, err
+	}
 	n, q := r.queues()
 	return r.requestSampling(ctx, q, n, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation on the POST stream.
 func (r *requestSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if err := r.ended(); err != nil {
+		return nil, err
+	}
 	n, q := r.queues()
 	return r.requestElicitation(ctx, q, n, req)
 }
 
 // ListRoots implements server.SessionWithRoots on the POST stream.
 func (r *requestSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if err := r.ended(); err != nil {
+		return nil, err
+	}
 	n, q := r.queues()
 	return r.listRoots(ctx, q, n, req)
+}
+
+// errRequestReturned refuses a server-to-client request made through a
+// request's session after that request ended: its stream is gone, so
+// nothing would ever carry it to the client.
+var errRequestReturned = errors.New("lifeline: the request this session belongs to has ended; its stream can carry nothing more")
+
+// ended reports errRequestReturned once the request has ended.
+func (r *requestSession) ended() error {
+	select {
+	case <-r.returned:
+		return errRequestReturned
+	default:
+		return nil
+	}
 }

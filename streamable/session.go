@@ -298,6 +298,7 @@ func (s *session) writeFailed(c carried, err error) {
 		s.keep(c)
 		return
 	}
+	s.calls.undeliverable(c.msg, fmt.Errorf("lifeline: the request could not be delivered: %d streams failed to write it: %w", c.attempts, err))
 	n := s.h.droppedCount.Add(1)
 	s.h.log.Warn("lifeline: dropping a message that no stream could deliver",
 		"session", logID(s.id), "bytes", len(c.msg), "attempts", c.attempts, "err", err, "dropped_total", n)
@@ -421,6 +422,12 @@ func (s *session) terminate(ctx context.Context, cause error) bool {
 	started, exits := s.beginTerminate(cause, false)
 	s.life.Unlock()
 	if !started {
+		if s.stateless {
+			// Its one request is done (this runs as it returns):
+			// whoever is terminating it (Shutdown) needs nothing more,
+			// and its answer must not wait for them.
+			return false
+		}
 		t := time.NewTimer(s.h.cfg.CleanupTimeout)
 		defer t.Stop()
 		select {

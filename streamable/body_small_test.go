@@ -10,12 +10,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
-// A trickled body that declares less than net/http's 256 KB discard limit:
-// after BodyReadTimeout the handler answers 408, but net/http then tries to
-// discard the rest of the body with no deadline (bodyReads.end cleared it),
-// so the 408 is not sent and the connection is held for as long as the
-// client trickles.
-func TestReview1SmallTrickledBodyGets408(t *testing.T) {
+// A trickled body that declares less than net/http's 256 KB discard limit
+// gets its 408 at once: the connection is closed (Connection: close, the
+// expired read deadline kept), so net/http does not read the rest first.
+func TestSmallTrickledBodyGets408(t *testing.T) {
 	r := newBodyRig(t, streamable.Config{BodyReadTimeout: 200 * time.Millisecond})
 	addr := r.ts.Listener.Addr().String()
 	conn, err := net.Dial("tcp", addr)

@@ -12,11 +12,9 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// Shutdown's doc: "requests already running are left to finish and their
-// answers are written ... while ctx leaves time". A 2026-07-28 request is
-// interrupted at once instead (modernSet.close -> deadlineWriter.interrupt
-// cancels it and sets a past write deadline as Shutdown begins).
-func TestReview1ShutdownLetsARunningModernRequestFinish(t *testing.T) {
+// Shutdown lets a running 2026-07-28 request finish within its grace, as
+// it does for requests of the earlier versions.
+func TestShutdownLetsARunningModernRequestFinish(t *testing.T) {
 	started := make(chan struct{}, 1)
 	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, func(s *server.MCPServer) {
 		s.AddTool(mcp.NewTool("slow_modern"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -7,12 +7,10 @@ import (
 )
 
 // A batch that carries a request and a response with the same id (the
-// client's request ids and the server's are separate id spaces): the
-// client's stray response gets an error answer carrying the response's id,
-// so the batch's array holds two answers with id 1 and the client cannot
-// tell which one answers its request. requestID's doc says a response's
-// error answers carry no id (null); batchReply uses errUnknownResponseID(env.ID).
-func TestReview1BatchResponseErrorDoesNotTakeARequestsID(t *testing.T) {
+// client's request ids and the server's are separate id spaces): an error
+// answer to the stray response has id null, so the request's answer is the
+// one answer with id 1.
+func TestBatchResponseErrorDoesNotTakeARequestsID(t *testing.T) {
 	r := newRig(t, streamable.Config{})
 	c := session20250326(t, r)
 	resp := postBatch(t, c,

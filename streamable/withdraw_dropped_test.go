@@ -12,12 +12,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// A server-to-client request that session.writeFailed drops after
-// maxWriteAttempts is gone for good, but its caller is not told: call()
-// keeps waiting for an answer that cannot come (until its own ctx, or the
-// session's end for a caller without a deadline), and then sends
-// notifications/cancelled for an id the client never received.
-func TestReview1DroppedServerRequestFailsItsCaller(t *testing.T) {
+// A server-to-client request dropped after maxWriteAttempts fails its
+// caller at once, and no notifications/cancelled is sent for a request the
+// client never got whole.
+func TestDroppedServerRequestFailsItsCaller(t *testing.T) {
 	got := make(chan server.ClientSession, 1)
 	r := newRigOn(t, streamable.Config{WriteTimeout: 200 * time.Millisecond}, smallSendBuffer(serverSendBuffer), sessionsOf(got))
 	c := r.session()

@@ -15,13 +15,10 @@ import (
 )
 
 // A tool that hands its request's session to work that outlives the
-// request (a background task asking the client something later): the
-// request's writer has exited, so the sampling request sits in the dead
-// request's queue; when its caller gives up it is withdrawn, and nothing
-// ever takes it, so its entry stays in the session's callTable.out (and
-// withdrawn stays > 0) for the session's whole life. One entry per such
-// call: the map grows without bound over a long session.
-func TestReview1LateRequestSessionCallLeaksOutEntries(t *testing.T) {
+// request (a background task asking the client something later): such a
+// call fails at once, the request's stream being gone, and leaves nothing
+// in the session's call table.
+func TestLateRequestSessionCallLeavesNoEntries(t *testing.T) {
 	got := make(chan server.ClientSession, 1)
 	s := server.NewMCPServer("late", "1", server.WithToolCapabilities(true))
 	s.EnableSampling()

@@ -15,12 +15,9 @@ import (
 )
 
 // In stateless mode a request that finishes while Shutdown waits for another
-// one keeps its (small, buffered) answer from its client: serveStateless's
-// deferred sess.terminate loses the race to Shutdown's beginTerminate and
-// waits up to CleanupTimeout for `ended`, which Shutdown closes only after
-// every session's requests have exited; net/http sends a small answer only
-// once the handler returns.
-func TestReview1StatelessAnswerNotHeldByShutdown(t *testing.T) {
+// one gets its answer at once: its deferred termination, which lost the race
+// to Shutdown's, does not wait for Shutdown to finish.
+func TestStatelessAnswerNotHeldByShutdown(t *testing.T) {
 	holdStarted := make(chan struct{}, 1)
 	quickStarted := make(chan struct{}, 1)
 	releaseHold := make(chan struct{})
