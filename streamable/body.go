@@ -20,30 +20,35 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 	if n := r.ContentLength; n > limit {
 		return nil, errBodyTooLarge(limit).closing()
 	}
-	read, ok := h.bodyReads.begin(w, h.cfg.BodyReadTimeout)
-	if !ok {
+	if !h.bodyReads.begin(w, h.cfg.BodyReadTimeout) {
 		return nil, errShuttingDown()
 	}
 	body, err := h.readLimited(w, r, limit)
-	var tooLarge *http.MaxBytesError
 	if err == nil && int64(len(body)) > limit {
 		err = &http.MaxBytesError{Limit: limit}
 	}
-	interrupted := h.bodyReads.end(read, err == nil)
-	// A body not read whole closes the connection: net/http would
-	// otherwise read what is left of a small one (up to 256 KiB) before
-	// answering, as long as the client cares to send it.
+	interrupted := h.bodyReads.end(w, err == nil)
+	if err != nil {
+		return nil, h.bodyFailure(err, interrupted)
+	}
+	return body, nil
+}
+
+// bodyFailure is the answer to a body that was not read whole. It closes
+// the connection: net/http would otherwise read what is left of a small
+// body (up to 256 KiB) before answering, as long as the client cares to
+// send it.
+func (h *Handler) bodyFailure(err error, interrupted bool) *failure {
+	var tooLarge *http.MaxBytesError
 	switch {
-	case err == nil:
-		return body, nil
 	case errors.As(err, &tooLarge):
-		return nil, errBodyTooLarge(limit).closing()
+		return errBodyTooLarge(h.cfg.MaxBodyBytes).closing()
 	case interrupted:
-		return nil, errShuttingDown().closing()
+		return errShuttingDown().closing()
 	case isTimeout(err):
-		return nil, errBodyTimeout(h.cfg.BodyReadTimeout).closing()
+		return errBodyTimeout(h.cfg.BodyReadTimeout).closing()
 	default:
-		return nil, errParse("reading the request body: " + err.Error()).closing()
+		return errParse("reading the request body: " + err.Error()).closing()
 	}
 }
 
@@ -89,39 +94,33 @@ func readFull(r io.Reader, buf []byte) ([]byte, error) {
 
 // bodyReads tracks the POST bodies being read, so that Shutdown can
 // interrupt them: a client that trickles a body must not hold a handler
-// (and the HTTP server's Shutdown) for the whole BodyReadTimeout.
+// (and the HTTP server's Shutdown) for the whole BodyReadTimeout. A read
+// is known by its ResponseWriter.
 type bodyReads struct {
 	mu     sync.Mutex
-	closed bool // Shutdown began: every read is interrupted, new ones refused
-	active map[*bodyRead]struct{}
-}
-
-// bodyRead is one body being read, under a read deadline.
-type bodyRead struct {
-	rc          http.ResponseController
-	interrupted bool // guarded by bodyReads.mu
+	closed bool                         // Shutdown began: every read is interrupted, new ones refused
+	active map[http.ResponseWriter]bool // the reads going on: true once interrupted
 }
 
 // begin sets the connection's read deadline timeout from now (none when
 // timeout is 0) and registers the read. It reports false once Shutdown
 // has begun.
-func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) (*bodyRead, bool) {
-	read := &bodyRead{rc: *http.NewResponseController(w)}
+func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, false
+		return false
 	}
 	if b.active == nil {
-		b.active = make(map[*bodyRead]struct{})
+		b.active = make(map[http.ResponseWriter]bool)
 	}
-	b.active[read] = struct{}{}
+	b.active[w] = false
 	if timeout > 0 {
 		// A writer without deadline support (a middleware's wrapper, say)
 		// reads without the bound.
-		_ = read.rc.SetReadDeadline(time.Now().Add(timeout))
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	}
-	return read, true
+	return true
 }
 
 // end clears the read deadline of a body read whole (net/http goes on
@@ -129,14 +128,15 @@ func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) (*bodyRe
 // fail at the old deadline; a failed read keeps it, so that nothing reads
 // that connection any longer) and reports whether Shutdown interrupted the
 // read.
-func (b *bodyReads) end(read *bodyRead, whole bool) (interrupted bool) {
+func (b *bodyReads) end(w http.ResponseWriter, whole bool) (interrupted bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.active, read)
-	if whole && !read.interrupted {
-		_ = read.rc.SetReadDeadline(time.Time{})
+	interrupted = b.active[w]
+	delete(b.active, w)
+	if whole && !interrupted {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
-	return read.interrupted
+	return interrupted
 }
 
 // close interrupts every body being read and refuses new reads.
@@ -144,8 +144,8 @@ func (b *bodyReads) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	for read := range b.active {
-		read.interrupted = true
-		_ = read.rc.SetReadDeadline(time.Unix(1, 0))
+	for w := range b.active {
+		b.active[w] = true
+		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 	}
 }

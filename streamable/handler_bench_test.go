@@ -119,3 +119,7 @@ func (w *sinkWriter) Write(p []byte) (int, error) {
 	}
 	return w.body.Write(p)
 }
+
+// SetReadDeadline is what net/http's writer offers the body read's bound
+// (a no-op here: the body is in memory).
+func (w *sinkWriter) SetReadDeadline(time.Time) error { return nil }
