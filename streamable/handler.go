@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -314,131 +313,6 @@ func (h *Handler) waitExits(id string, exits []<-chan struct{}) bool {
 		}
 	}
 	return true
-}
-
-// Shutdown stops the transport: new requests get 503 and every session is
-// terminated. GET streams close at once (blocked writes interrupted) and
-// pending server-to-client requests fail, but requests already running are
-// left to finish and their answers are written, whatever their size, while
-// ctx leaves time: they are cancelled when what remains of ctx falls to a
-// quarter (at most the cleanup timeout), so that they can still answer, with
-// their ids, before it ends; when it ends, the writes still blocked are
-// interrupted. Shutdown waits for all of it, bounded by ctx, then
-// unregisters the sessions and stops the transport's goroutines. It returns
-// ctx's error if handlers were still running when ctx ended.
-func (h *Handler) Shutdown(ctx context.Context) error {
-	h.shutdownOnce.Do(func() { h.shutdownErr = h.shutdown(ctx) })
-	return h.shutdownErr
-}
-
-// Close is Shutdown bounded by the cleanup timeout.
-func (h *Handler) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CleanupTimeout)
-	defer cancel()
-	return h.Shutdown(ctx)
-}
-
-func (h *Handler) shutdown(ctx context.Context) error {
-	h.mu.Lock()
-	h.shutting = true
-	h.mu.Unlock()
-	h.bodyReads.close()
-	close(h.stopSweep)
-	// The sweeper stops between sessions; an expiry in progress takes at
-	// most the cleanup timeout, and is joined at the end.
-	defer func() { <-h.sweepDone }()
-
-	sessions := h.snapshot()
-	var exits []<-chan struct{}
-	var begun []*session
-	for _, s := range sessions {
-		s.life.Lock()
-		started, ex := s.beginTerminate(errShutdown, true)
-		s.life.Unlock()
-		if started {
-			exits = append(exits, ex...)
-			begun = append(begun, s)
-		}
-	}
-	// Running requests (2026-07-28 ones too) get until the grace ends,
-	// then are cancelled; what they answer is written until ctx ends,
-	// then interrupted.
-	exits = append(exits, h.modernReqs.close())
-	if exits = h.awaitGrace(ctx, exits); len(exits) > 0 {
-		for _, s := range begun {
-			s.cancelRunning(errShutdown)
-		}
-		h.modernReqs.cancelRunning()
-	}
-	err := waitAll(ctx, exits)
-	if err != nil {
-		for _, s := range begun {
-			s.interruptPosts(errShutdown)
-		}
-		h.modernReqs.interruptAll()
-	}
-	for _, s := range begun {
-		s.life.Lock()
-		s.finishTerminate(context.WithoutCancel(ctx), errShutdown)
-		s.life.Unlock()
-	}
-	// Sessions that a DELETE or an expiry was already terminating finish
-	// on their own; wait for them too.
-	if err == nil {
-		ended := make([]<-chan struct{}, len(sessions))
-		for i, s := range sessions {
-			ended[i] = s.ended
-		}
-		err = waitAll(ctx, ended)
-	}
-	if h.sched != nil {
-		h.sched.Close()
-	}
-	return err
-}
-
-// awaitGrace waits for the channels to close until Shutdown's grace for
-// running requests ends (shutdownGrace), and returns those still open.
-func (h *Handler) awaitGrace(ctx context.Context, chans []<-chan struct{}) []<-chan struct{} {
-	if len(chans) == 0 {
-		return nil
-	}
-	var stop <-chan time.Time
-	if deadline, ok := ctx.Deadline(); ok {
-		t := time.NewTimer(shutdownGrace(time.Until(deadline), h.cfg.CleanupTimeout))
-		defer t.Stop()
-		stop = t.C
-	}
-	for i, ch := range chans {
-		select {
-		case <-ch:
-		case <-stop:
-			return chans[i:]
-		case <-ctx.Done():
-			return chans[i:]
-		}
-	}
-	return nil
-}
-
-// shutdownGrace is how long Shutdown lets running requests run before it
-// cancels them, when its context ends in left: all but a quarter of it, and
-// at most the cleanup timeout less, which is left for the cancelled requests
-// to answer.
-func shutdownGrace(left, cleanup time.Duration) time.Duration {
-	return left - min(left/4, cleanup)
-}
-
-// waitAll waits for every channel to close, or for ctx to end.
-func waitAll(ctx context.Context, chans []<-chan struct{}) error {
-	for _, ch := range chans {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("lifeline: shutdown: handlers still running: %w", ctx.Err())
-		}
-	}
-	return nil
 }
 
 // goneCause names why a session the store no longer has ended here.

@@ -20,25 +20,9 @@ import (
 // then sends). The stream still delivers it, in order with what the same
 // sender sends next, with or without a later send.
 func TestSendRacingTheFullQueuesIsDelivered(t *testing.T) {
-	mcpServer := server.NewMCPServer("t", "1")
-	h := New(mcpServer, Config{HeartbeatInterval: Disabled, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ts := httptest.NewServer(h)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-		ts.Close()
-	})
+	h, c, sess := initializedSession(t)
+	mcpServer := h.mcp
 	ctx := testutil.Context(t, 10*time.Second)
-	c := testutil.NewClient(ts.URL)
-	if _, err := c.Initialize(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	sess := h.sessions[c.SessionID]
-	h.mu.Unlock()
 	note := func(data string) mcp.JSONRPCNotification {
 		return mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{
 			Method: "notifications/message",
@@ -74,4 +58,65 @@ func TestSendRacingTheFullQueuesIsDelivered(t *testing.T) {
 			t.Fatalf("got %s, want %s", m.Params, want)
 		}
 	}
+}
+
+// mcp-go calls UpgradeToSSEWhenReceiveNotification, then
+// NotificationChannel, then sends. A stream that claims the session between
+// the two still gets the send: the claim makes the full queues once the
+// session has its small channel, and the stream reads both.
+func TestSendRacingAnEmptyClaimIsDelivered(t *testing.T) {
+	_, c, sess := initializedSession(t)
+	ctx := testutil.Context(t, 10*time.Second)
+
+	// What mcp-go's sendNotificationToSpecificClient does, with the stream
+	// claiming the session between its fetching the channel and its send.
+	sess.UpgradeToSSEWhenReceiveNotification()
+	early := sess.NotificationChannel() // no stream yet: small
+	s, err := c.OpenStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	select {
+	case early <- mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{
+		Method: "notifications/message",
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"level": "info", "data": "stranded"}},
+	}}:
+	default:
+		t.Fatal("send refused")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	m, err := s.NextMatching(wctx, func(m testutil.Message) bool { return m.Method != "ping" })
+	if err != nil {
+		t.Fatalf("the notification never reached the open stream (q made: %v, queued: %d): %v",
+			sess.q.Load() != nil, sess.queued(), err)
+	}
+	if !strings.Contains(string(m.Params), "stranded") {
+		t.Fatalf("got %s", m.Params)
+	}
+}
+
+// initializedSession serves a bare MCPServer through a Handler on a
+// loopback server, initializes a raw client, and returns the session the
+// handler made for it.
+func initializedSession(t *testing.T) (*Handler, *testutil.Client, *session) {
+	t.Helper()
+	h := New(server.NewMCPServer("t", "1"), Config{HeartbeatInterval: Disabled, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		ts.Close()
+	})
+	c := testutil.NewClient(ts.URL)
+	if _, err := c.Initialize(testutil.Context(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h, c, h.sessions[c.SessionID]
 }
