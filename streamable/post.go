@@ -35,7 +35,9 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	env, f := parseEnvelope(body)
 	if f != nil {
-		writeFailure(w, f)
+		// A JSON object that is not a valid message still names its id,
+		// if it has one.
+		writeFailure(w, f.forRequest(itemID(body)))
 		return
 	}
 	if declaresModern(r, env.Params) {
