@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -104,7 +105,7 @@ func (h *Handler) serveBatchItem(b *batchResponse, r *http.Request, sess *sessio
 	case env.Method == "":
 		h.batchReply(b, r, sess, env, item)
 	case len(env.ID) == 0:
-		h.mcp.HandleMessage(h.mcp.WithContext(h.requestContext(r.Context(), r), sess), item)
+		h.notify(h.requestContext(r.Context(), r), sess, item)
 	default:
 		h.runRequest(b.w, r, sess, env, item, b)
 	}
@@ -167,14 +168,20 @@ func (b *batchResponse) add(msg []byte) {
 // with the answers made before it.
 func (b *batchResponse) upgrade(p *postStream, first ...[]byte) bool {
 	if b.sse == nil {
-		b.sse = newSSEStream(b.ctx, b.w, p.h.cfg.WriteTimeout)
+		st := newSSEStream(b.ctx, b.w, p.h.cfg.WriteTimeout)
 		p.h.postStreams.Add(1)
-		p.sess.addPostStream(b.sse) // squeezed or closed if the session is terminating
-		msgs := append(b.answers, first...)
-		b.answers = nil
-		p.sse = b.sse
-		p.rs.stream.Store(b.sse)
-		return b.sse.start(msgs...) == nil
+		p.sess.addPostStream(st) // squeezed or closed if the session is terminating
+		p.sse = st
+		p.rs.stream.Store(st)
+		if err := st.start(append(slices.Clip(b.answers), first...)...); err != nil && !st.begun() {
+			// Closed before it wrote anything (the session's termination
+			// gave up waiting): the answers stay for the JSON array.
+			p.sess.removePostStream(st)
+			p.h.postStreams.Add(-1)
+			return false
+		}
+		b.sse, b.answers = st, nil
+		return !st.dying()
 	}
 	p.sse = b.sse
 	p.rs.stream.Store(b.sse)

@@ -10,6 +10,23 @@ import (
 // than subscribing for each.
 const watchIdle = time.Second
 
+// watchRetry is the first wait before a watch subscribes again after the
+// store refused; it doubles up to maxPumpBackoff.
+const watchRetry = 100 * time.Millisecond
+
+// awaitRetry waits d, or less if the session ends; it reports whether the
+// session is still live.
+func (s *session) awaitRetry(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
 // watchState is a session's watch on its bus, with replicas: while the
 // session runs requests on this replica (and for watchIdle after), one
 // goroutine holds a subscription to the session's bus, so that a
@@ -42,10 +59,18 @@ func (s *session) startWatchLocked() {
 // exited (termination waits for a running watch).
 func (s *session) runWatch(done chan struct{}) {
 	var ended bool
+	retry := watchRetry
 	for {
-		var idle bool
+		var idle, failed bool
 		var seen uint64
-		ended, idle, seen = s.watchBus()
+		ended, idle, failed, seen = s.watchBus()
+		if failed && s.working() && s.awaitRetry(retry) {
+			// The store could not be listened to: try again, slower and
+			// slower, while the session runs requests.
+			retry = min(2*retry, maxPumpBackoff)
+			continue
+		}
+		retry = watchRetry
 		s.mu.Lock()
 		again := idle && s.ctx.Err() == nil && (s.work > 0 || s.watch.work != seen)
 		if !again && s.watch.done == done {
@@ -68,17 +93,17 @@ func (s *session) runWatch(done chan struct{}) {
 // requests begun that it saw last. Everything published on the bus is for
 // others (replies are taken by the requests and streams waiting for them)
 // and is dropped. Its subscription is closed when it returns.
-func (s *session) watchBus() (ended, idle bool, seen uint64) {
+func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
 	sub, err := s.h.cfg.Store.Subscribe(s.ctx, s.id)
 	switch {
 	case isGone(err):
-		return s.ctx.Err() == nil, false, 0
+		return s.ctx.Err() == nil, false, false, 0
 	case err != nil:
 		if s.ctx.Err() == nil {
-			s.h.log.Debug("lifeline: cannot watch the session's bus; a termination elsewhere is seen at the next store check",
+			s.h.log.Debug("lifeline: cannot watch the session's bus yet; retrying",
 				"session", logID(s.id), "err", err)
 		}
-		return false, false, 0
+		return false, false, s.ctx.Err() == nil, 0
 	}
 	defer sub.Close()
 	timer := time.NewTimer(watchIdle)
@@ -88,13 +113,13 @@ func (s *session) watchBus() (ended, idle bool, seen uint64) {
 		select {
 		case _, ok := <-sub.Messages():
 			if !ok {
-				return s.ctx.Err() == nil && s.h.endedInStore(s.id), false, 0
+				return s.ctx.Err() == nil && s.h.endedInStore(s.id), false, false, 0
 			}
 		case <-s.ctx.Done():
-			return false, false, 0
+			return false, false, false, 0
 		case <-timer.C:
 			if now := s.watchedWork(); now == seen && !s.working() {
-				return false, true, seen
+				return false, true, false, seen
 			}
 			seen = s.watchedWork()
 			timer.Reset(watchIdle)

@@ -85,7 +85,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case len(env.ID) == 0:
-		h.mcp.HandleMessage(h.mcp.WithContext(h.requestContext(r.Context(), r), sess), body)
+		h.notify(h.requestContext(r.Context(), r), sess, body)
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		h.serveRequest(w, r, sess, env, body)

@@ -257,6 +257,19 @@ func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.R
 	return h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body)
 }
 
+// notify runs a client's notification through the MCPServer. A panic in
+// its handler is logged and the notification dropped, as mcp-go does not
+// recover it: the client expects no answer, and the request that carried it
+// (a batch's other messages included) is served on.
+func (h *Handler) notify(ctx context.Context, cs server.ClientSession, body []byte) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.Error("lifeline: panic while handling a notification", "session", logID(cs.SessionID()), "panic", v)
+		}
+	}()
+	h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body)
+}
+
 // smallResponse is the largest JSON answer written without a deadline: it
 // fits net/http's 4 KiB write buffer, so the handler cannot block on it.
 const smallResponse = 4 << 10

@@ -33,7 +33,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env env
 	}
 	defer sess.terminate(context.Background(), errRequestDone)
 	if len(env.ID) == 0 {
-		h.mcp.HandleMessage(h.mcp.WithContext(h.requestContext(r.Context(), r), sess), body)
+		h.notify(h.requestContext(r.Context(), r), sess, body)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}

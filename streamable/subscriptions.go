@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 
@@ -57,11 +58,15 @@ const maxTemplatePages = 100
 // MCPServer's hooks for that method see it), page by page.
 func (s *session) templateMatches(uri string) bool {
 	ctx := s.h.mcp.WithContext(context.Background(), s)
+	// An id no client uses: mcp-go files each request it runs under its
+	// session and id (to cancel it), and a client's request with the same
+	// id would lose its place.
+	id := mcp.NewRequestId("lifeline-template-check-" + rand.Text())
 	cursor := mcp.Cursor("")
 	for range maxTemplatePages {
 		msg, err := json.Marshal(mcp.JSONRPCRequest{
 			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      mcp.NewRequestId(1),
+			ID:      id,
 			Request: mcp.Request{Method: string(mcp.MethodResourcesTemplatesList)},
 			Params:  mcp.PaginatedParams{Cursor: cursor},
 		})
