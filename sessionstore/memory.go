@@ -2,6 +2,7 @@ package sessionstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -100,7 +101,7 @@ func (m *Memory) Create(_ context.Context, rec Record, ttl time.Duration) error 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, err := m.lookup(rec.ID); err != ErrNotFound {
-		return fmt.Errorf("create session %q: %w", rec.ID, ErrExists)
+		return fmt.Errorf("create a session: %w", ErrExists)
 	}
 	now := m.now()
 	if rec.CreatedAt.IsZero() {
@@ -271,7 +272,7 @@ func (m *Memory) Publish(_ context.Context, id string, msg []byte) error {
 // PublishTopic implements Store.
 func (m *Memory) PublishTopic(_ context.Context, id, topic string, msg []byte) error {
 	if topic == "" {
-		return fmt.Errorf("publish to session %q: empty topic", id)
+		return errors.New("publish to a session's bus: empty topic")
 	}
 	return m.publish(id, topic, msg)
 }
@@ -297,10 +298,10 @@ func (m *Memory) publish(id, topic string, msg []byte) error {
 		}
 	}
 	if got == 0 {
-		return fmt.Errorf("publish to session %q: %w", id, ErrNoSubscribers)
+		return fmt.Errorf("publish to a session's bus: %w", ErrNoSubscribers)
 	}
 	if full != nil {
-		return fmt.Errorf("publish to session %q: %w", id, full)
+		return fmt.Errorf("publish to a session's bus: %w", full)
 	}
 	return nil
 }
@@ -313,7 +314,7 @@ func (m *Memory) Subscribe(_ context.Context, id string) (Subscription, error) {
 // SubscribeTopic implements Store.
 func (m *Memory) SubscribeTopic(_ context.Context, id, topic string) (Subscription, error) {
 	if topic == "" {
-		return nil, fmt.Errorf("subscribe to session %q: empty topic", id)
+		return nil, errors.New("subscribe to a session's bus: empty topic")
 	}
 	return m.subscribe(id, topic)
 }

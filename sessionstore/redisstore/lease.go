@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
@@ -15,7 +14,7 @@ import (
 
 // AcquireStream implements sessionstore.Store.
 func (s *Store) AcquireStream(ctx context.Context, id, holder string, ttl time.Duration) (sessionstore.Lease, error) {
-	op := fmt.Sprintf("acquire the stream of session %q for %q", id, holder)
+	const op = "acquire a session's stream"
 	st, res, err := s.status(ctx, op, s.scripts.acquire,
 		[]string{s.keyRecord(id), s.keyLease(id)}, holder, ms(ttl))
 	switch st {
@@ -31,7 +30,7 @@ func (s *Store) AcquireStream(ctx context.Context, id, holder string, ttl time.D
 
 // RenewStream implements sessionstore.Store.
 func (s *Store) RenewStream(ctx context.Context, lease sessionstore.Lease, ttl time.Duration) (sessionstore.Lease, error) {
-	op := fmt.Sprintf("renew the stream lease of session %q for %q", lease.SessionID, lease.Holder)
+	const op = "renew a stream lease"
 	st, res, err := s.status(ctx, op, s.scripts.renew,
 		[]string{s.keyRecord(lease.SessionID), s.keyLease(lease.SessionID)}, lease.Holder, ms(ttl))
 	if st != statusOK {
@@ -42,14 +41,14 @@ func (s *Store) RenewStream(ctx context.Context, lease sessionstore.Lease, ttl t
 
 // ReleaseStream implements sessionstore.Store.
 func (s *Store) ReleaseStream(ctx context.Context, lease sessionstore.Lease) error {
-	op := fmt.Sprintf("release the stream lease of session %q for %q", lease.SessionID, lease.Holder)
+	const op = "release a stream lease"
 	_, _, err := s.status(ctx, op, s.scripts.release, []string{s.keyLease(lease.SessionID)}, lease.Holder)
 	return err
 }
 
 // StreamHolder implements sessionstore.Store.
 func (s *Store) StreamHolder(ctx context.Context, id string) (sessionstore.Lease, bool, error) {
-	op := fmt.Sprintf("get the stream holder of session %q", id)
+	const op = "get a session's stream holder"
 	st, res, err := s.status(ctx, op, s.scripts.holder, []string{s.keyRecord(id), s.keyLease(id)})
 	switch st {
 	case statusOK:

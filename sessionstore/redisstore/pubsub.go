@@ -29,14 +29,14 @@ func (s *Store) Publish(ctx context.Context, id string, msg []byte) error {
 // PublishTopic implements sessionstore.Store, on the channel of the topic.
 func (s *Store) PublishTopic(ctx context.Context, id, topic string, msg []byte) error {
 	if topic == "" {
-		return fmt.Errorf("redisstore: publish to session %q: empty topic", id)
+		return errors.New("redisstore: publish to a session's bus: empty topic")
 	}
 	return s.publish(ctx, id, s.topicChannel(id, topic), msg)
 }
 
 func (s *Store) publish(ctx context.Context, id, channel string, msg []byte) error {
 	frame := append(append(make([]byte, 0, 1+len(msg)), frameData...), msg...)
-	_, _, err := s.status(ctx, fmt.Sprintf("publish to session %q", id), s.scripts.publish,
+	_, _, err := s.status(ctx, "publish to a session's bus", s.scripts.publish,
 		[]string{s.keyRecord(id)}, channel, frame)
 	return s.gone(id, err)
 }
@@ -53,13 +53,13 @@ func (s *Store) Subscribe(ctx context.Context, id string) (sessionstore.Subscrip
 // check (Options.CheckInterval), or when this Store finds the session gone.
 func (s *Store) SubscribeTopic(ctx context.Context, id, topic string) (sessionstore.Subscription, error) {
 	if topic == "" {
-		return nil, fmt.Errorf("redisstore: subscribe to session %q: empty topic", id)
+		return nil, errors.New("redisstore: subscribe to a session's bus: empty topic")
 	}
 	return s.subscribe(ctx, id, s.topicChannel(id, topic))
 }
 
 func (s *Store) subscribe(ctx context.Context, id, channel string) (sessionstore.Subscription, error) {
-	op := fmt.Sprintf("subscribe to session %q", id)
+	const op = "subscribe to a session's bus"
 	octx, cancel := s.opCtx(ctx)
 	defer cancel()
 	sub, err := s.bus.subscribe(octx, channel)

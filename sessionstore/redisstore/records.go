@@ -18,7 +18,7 @@ const (
 
 // Create implements sessionstore.Store.
 func (s *Store) Create(ctx context.Context, rec sessionstore.Record, ttl time.Duration) error {
-	op := fmt.Sprintf("create session %q", rec.ID)
+	const op = "create a session"
 	var created string
 	if !rec.CreatedAt.IsZero() {
 		created = strconv.FormatInt(rec.CreatedAt.UnixNano(), 10)
@@ -36,7 +36,7 @@ func (s *Store) Create(ctx context.Context, rec sessionstore.Record, ttl time.Du
 
 // Get implements sessionstore.Store.
 func (s *Store) Get(ctx context.Context, id string) (sessionstore.Record, error) {
-	op := fmt.Sprintf("get session %q", id)
+	const op = "get a session"
 	octx, cancel := s.opCtx(ctx)
 	defer cancel()
 	h, err := s.client.HGetAll(octx, s.keyRecord(id)).Result()
@@ -90,14 +90,14 @@ func (s *Store) gone(id string, err error) error {
 
 // Update implements sessionstore.Store.
 func (s *Store) Update(ctx context.Context, rec sessionstore.Record) error {
-	_, _, err := s.status(ctx, fmt.Sprintf("update session %q", rec.ID), s.scripts.update,
+	_, _, err := s.status(ctx, "update a session", s.scripts.update,
 		[]string{s.keyRecord(rec.ID)}, rec.ProtocolVersion, rec.ClientInfo)
 	return s.gone(rec.ID, err)
 }
 
 // Touch implements sessionstore.Store.
 func (s *Store) Touch(ctx context.Context, id string, ttl time.Duration) error {
-	_, _, err := s.status(ctx, fmt.Sprintf("touch session %q", id), s.scripts.touch,
+	_, _, err := s.status(ctx, "touch a session", s.scripts.touch,
 		[]string{s.keyRecord(id), s.keyIndex()}, id, ms(ttl))
 	return s.gone(id, err)
 }
@@ -107,7 +107,7 @@ func (s *Store) Touch(ctx context.Context, id string, ttl time.Duration) error {
 // before the termination; other Stores close theirs when the broadcast
 // reaches them.
 func (s *Store) Terminate(ctx context.Context, id string) error {
-	op := fmt.Sprintf("terminate session %q", id)
+	const op = "terminate a session"
 	st, _, err := s.status(ctx, op, s.scripts.terminate,
 		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)},
 		id, s.channel(id), ms(sessionstore.TombstoneTTL), frameTerminate)
@@ -128,7 +128,7 @@ func (s *Store) Terminate(ctx context.Context, id string) error {
 // Remove implements sessionstore.Store. Like Terminate, it returns once
 // this Store's own subscriptions to the session are closed.
 func (s *Store) Remove(ctx context.Context, id string) error {
-	_, _, err := s.status(ctx, fmt.Sprintf("remove session %q", id), s.scripts.remove,
+	_, _, err := s.status(ctx, "remove a session", s.scripts.remove,
 		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)}, id, s.channel(id), frameTerminate)
 	s.bus.end(s.channel(id))
 	return err
