@@ -24,9 +24,11 @@ import (
 type outState uint8
 
 const (
-	outQueued outState = iota
-	outTaken
-	outWithdrawn
+	outQueued    outState = iota
+	outTaken              // being written (or forwarded)
+	outWritten            // written whole (or forwarded)
+	outWithdrawn          // its call ended while it was queued
+	outAbandoned          // its call ended while it was being written
 )
 
 // track records msg, the encoded request of call id, as queued. Callers
@@ -36,6 +38,9 @@ func (t *callTable) track(msg []byte, id int64) {
 	defer t.mu.Unlock()
 	if t.out == nil {
 		t.out = make(map[*byte]outbound)
+	}
+	if _, ok := t.out[&msg[0]]; !ok {
+		t.tracked.Add(1)
 	}
 	t.out[&msg[0]] = outbound{id: id, state: outQueued}
 }
@@ -60,7 +65,7 @@ func (t *callTable) take(msg []byte) bool {
 	case !ok:
 		return true
 	case o.state == outWithdrawn:
-		delete(t.out, &msg[0])
+		t.forgetLocked(msg)
 		t.withdrawn--
 		return false
 	}
@@ -69,24 +74,71 @@ func (t *callTable) take(msg []byte) bool {
 	return true
 }
 
-// untake puts a taken request back in the queued state: its write failed
-// and it waits in the carry-over for the next stream.
-func (t *callTable) untake(msg []byte) {
-	if len(msg) == 0 {
+// wrote records that msg, taken, was written whole (or forwarded to the
+// replica holding the stream). Any other message is left alone.
+func (t *callTable) wrote(msg []byte) {
+	if len(msg) == 0 || t.tracked.Load() == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if o, ok := t.out[&msg[0]]; ok && o.state == outTaken {
-		o.state = outQueued
+	switch o, ok := t.out[&msg[0]]; {
+	case ok && o.state == outTaken:
+		o.state = outWritten
 		t.out[&msg[0]] = o
+	case ok && o.state == outAbandoned:
+		t.forgetLocked(msg)
 	}
 }
 
+// keepAfterFailure records that the write of msg, taken, failed, and
+// reports whether it is to be kept for the next stream: it is put back in
+// the queued state, unless its call ended meanwhile (then it is forgotten,
+// and dropped). Any other message is kept.
+func (t *callTable) keepAfterFailure(msg []byte) (keep bool) {
+	if len(msg) == 0 || t.tracked.Load() == 0 {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch o, ok := t.out[&msg[0]]; {
+	case ok && o.state == outTaken:
+		o.state = outQueued
+		t.out[&msg[0]] = o
+	case ok && o.state == outAbandoned:
+		t.forgetLocked(msg)
+		return false
+	}
+	return true
+}
+
+// lost forgets msg, which nothing will write any more (its request's
+// stream failed).
+func (t *callTable) lost(msg []byte) {
+	if len(msg) == 0 || t.tracked.Load() == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if o, ok := t.out[&msg[0]]; ok {
+		if o.state == outWithdrawn {
+			t.withdrawn--
+		}
+		t.forgetLocked(msg)
+	}
+}
+
+// forgetLocked drops msg's entry. Callers hold t.mu.
+func (t *callTable) forgetLocked(msg []byte) {
+	delete(t.out, &msg[0])
+	t.tracked.Add(-1)
+}
+
 // settle ends the tracking of a call's request when the call ends: a
-// request still queued is withdrawn (writers skip it), one already taken is
-// forgotten. It reports whether the request was taken, that is written or
-// being written.
+// request still queued is withdrawn (writers skip it); one being written
+// is abandoned (forgotten once its write ends, and not kept if it fails);
+// one written is forgotten. It reports whether the request was taken,
+// that is written or being written.
 func (t *callTable) settle(msg []byte) (taken bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -100,7 +152,11 @@ func (t *callTable) settle(msg []byte) (taken bool) {
 		t.withdrawn++
 		return false
 	case o.state == outTaken:
-		delete(t.out, &msg[0])
+		o.state = outAbandoned
+		t.out[&msg[0]] = o
+		return true
+	case o.state == outWritten:
+		t.forgetLocked(msg)
 		return true
 	}
 	return false
@@ -110,7 +166,7 @@ func (t *callTable) settle(msg []byte) (taken bool) {
 func (t *callTable) untrack(msg []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.out, &msg[0])
+	t.forgetLocked(msg)
 }
 
 // withdrawnDropped reports whether msg is a withdrawn request, and forgets
@@ -122,7 +178,7 @@ func (t *callTable) withdrawnDropped(msg []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if o, ok := t.out[&msg[0]]; ok && o.state == outWithdrawn {
-		delete(t.out, &msg[0])
+		t.forgetLocked(msg)
 		t.withdrawn--
 		return true
 	}
@@ -218,24 +274,26 @@ func cancelledNotification(id int64, reason string) mcp.JSONRPCNotification {
 // undeliverable fails the call whose request msg is, dropped because no
 // stream could write it (maxWriteAttempts): its caller learns it at once
 // instead of waiting for an answer that cannot come, and nothing cancels a
-// request the client never got whole. Any other message is left alone.
-func (t *callTable) undeliverable(msg []byte, err error) {
+// request the client never got whole. It reports whether msg was such a
+// request of this replica's; any other message is left alone.
+func (t *callTable) undeliverable(msg []byte, err error) (tracked bool) {
 	if len(msg) == 0 {
-		return
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o, ok := t.out[&msg[0]]
 	if !ok {
-		return
+		return false
 	}
-	delete(t.out, &msg[0])
+	t.forgetLocked(msg)
 	if o.state == outWithdrawn {
 		t.withdrawn--
-		return
+		return true
 	}
 	if ch := t.waiting[o.id]; ch != nil {
 		delete(t.waiting, o.id)
 		ch <- callResult{err: err}
 	}
+	return true
 }

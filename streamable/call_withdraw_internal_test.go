@@ -49,8 +49,9 @@ func TestEnqueueCompactsWithdrawnRequests(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("queue held %q, want %q", got, want)
 	}
-	// Taken, then its caller gives up: it was written, so the caller
-	// sends a cancellation; the table forgets it.
+	// Written, then its caller gives up: the caller sends a
+	// cancellation; the table forgets it.
+	tbl.wrote(sent[1])
 	if !tbl.settle(sent[1]) {
 		t.Fatal("a taken request counted as not written")
 	}
@@ -60,8 +61,10 @@ func TestEnqueueCompactsWithdrawnRequests(t *testing.T) {
 }
 
 // A pump's held requests lose the withdrawn ones, in order; one put back
-// after a failed write (untake) is withdrawn again if its caller gives up.
-func TestPruneAndUntake(t *testing.T) {
+// after a failed write is withdrawn again if its caller gives up; one whose
+// caller gives up while it is being written is dropped if that write fails,
+// and forgotten if it succeeds.
+func TestPruneAndPutBack(t *testing.T) {
 	tbl := newCallTable(0)
 	q := make(chan []byte, 4)
 	held := make([][]byte, 4)
@@ -80,11 +83,26 @@ func TestPruneAndUntake(t *testing.T) {
 		t.Fatalf("pruned to %v", kept)
 	}
 	tbl.take(held[0])
-	tbl.untake(held[0]) // its write failed: queued again
+	if !tbl.keepAfterFailure(held[0]) { // its write failed: queued again
+		t.Fatal("a request whose write failed, its caller waiting, was not kept")
+	}
 	if tbl.settle(held[0]) {
 		t.Fatal("a request put back after a failed write counted as written")
 	}
 	if tbl.take(held[0]) {
 		t.Fatal("a withdrawn request put back was not skipped")
+	}
+	tbl.take(held[2])
+	if !tbl.settle(held[2]) { // the caller gives up during the write
+		t.Fatal("a request being written did not count as written")
+	}
+	if tbl.keepAfterFailure(held[2]) {
+		t.Fatal("a request abandoned during a write that failed was kept")
+	}
+	tbl.take(held[3])
+	tbl.settle(held[3])
+	tbl.wrote(held[3])
+	if n := len(tbl.out); n != 0 || tbl.tracked.Load() != 0 {
+		t.Fatalf("%d entries (%d counted) left once every request was settled", n, tbl.tracked.Load())
 	}
 }

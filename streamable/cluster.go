@@ -144,3 +144,26 @@ func decodeForwarded(m []byte) carried {
 	}
 	return carried{msg: m}
 }
+
+// failRemoteCall tells the replica that issued msg, a server-to-client
+// request forwarded to this one and dropped here (maxWriteAttempts), that
+// it cannot be delivered: an error answer for its id on the session's bus,
+// which its waiting call takes as the client's. Anything that is not a
+// request is left alone.
+func (s *session) failRemoteCall(msg []byte, cause error) {
+	env, f := parseEnvelope(msg)
+	if f != nil || env.Method == "" || len(env.ID) == 0 {
+		return
+	}
+	reply, err := json.Marshal(rpcError{JSONRPC: mcp.JSONRPC_VERSION, ID: env.ID,
+		Error: rpcErrorBody{Code: mcp.INTERNAL_ERROR, Message: cause.Error()}})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.h.cfg.CleanupTimeout)
+	defer cancel()
+	if err := s.h.publishReply(ctx, s, reply); err != nil {
+		s.h.log.Debug("lifeline: cannot tell the issuing replica that its request was dropped",
+			"session", logID(s.id), "err", err)
+	}
+}

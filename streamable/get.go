@@ -360,6 +360,7 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			return
 		}
+		sess.calls.wrote(c.msg)
 	}
 	for {
 		var msg []byte
@@ -449,6 +450,7 @@ func (h *Handler) runGet(g *getStream) {
 			sess.writeFailed(carried{msg: msg, attempts: attempts}, err)
 			return
 		}
+		sess.calls.wrote(msg)
 	}
 }
 

@@ -108,13 +108,29 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 			p.rs.madeRoom()
 			if len(batch) > 0 {
 				p.send(batch...)
+				p.sent(batch)
 			}
 			return
 		}
 		if len(batch) == maxBatch {
 			p.rs.madeRoom()
 			p.send(batch...)
+			p.sent(batch)
 			batch = batch[:0]
+		}
+	}
+}
+
+// sent records, for the server-to-client requests among msgs, whether the
+// write that carried them went through: written, or lost with the stream
+// (a request's stream is not carried over).
+func (p *postStream) sent(msgs [][]byte) {
+	ok := p.sse != nil && !p.sse.ended.Load()
+	for _, m := range msgs {
+		if ok {
+			p.sess.calls.wrote(m)
+		} else {
+			p.sess.calls.lost(m)
 		}
 	}
 }

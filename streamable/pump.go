@@ -90,12 +90,16 @@ func (s *session) runPump(done, stop chan struct{}) {
 		// Requests whose callers gave up are not forwarded, nor held.
 		pending = s.calls.prune(pending)
 		for len(pending) > 0 {
-			if s.calls.take(pending[0].msg) {
+			if m := pending[0].msg; s.calls.take(m) {
 				if !s.forward(encodeForwarded(pending[0])) {
-					s.calls.untake(pending[0].msg)
-					break
+					if s.calls.keepAfterFailure(m) {
+						break // first in line for the next try
+					}
+					// Its caller gave up meanwhile: dropped.
+				} else {
+					s.calls.wrote(m)
+					backoff = pumpIdle
 				}
-				backoff = pumpIdle
 			}
 			pending = pending[1:]
 			s.setHeld(len(pending))

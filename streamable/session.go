@@ -280,7 +280,9 @@ func (s *session) requeue(msg []byte) { s.keep(carried{msg: msg}) }
 // keep puts c at the end of the carry-over. It was not written: its caller
 // (a server-to-client request's) may still withdraw it.
 func (s *session) keep(c carried) {
-	s.calls.untake(c.msg)
+	if !s.calls.keepAfterFailure(c.msg) {
+		return // a request whose caller gave up while it was being written
+	}
 	s.mu.Lock()
 	s.carry = append(s.carry, c)
 	s.mu.Unlock()
@@ -298,7 +300,10 @@ func (s *session) writeFailed(c carried, err error) {
 		s.keep(c)
 		return
 	}
-	s.calls.undeliverable(c.msg, fmt.Errorf("lifeline: the request could not be delivered: %d streams failed to write it: %w", c.attempts, err))
+	dropped := fmt.Errorf("lifeline: the request could not be delivered: %d streams failed to write it: %w", c.attempts, err)
+	if !s.calls.undeliverable(c.msg, dropped) && s.h.shared {
+		s.failRemoteCall(c.msg, dropped) // forwarded here by the replica that issued it
+	}
 	n := s.h.droppedCount.Add(1)
 	s.h.log.Warn("lifeline: dropping a message that no stream could deliver",
 		"session", logID(s.id), "bytes", len(c.msg), "attempts", c.attempts, "err", err, "dropped_total", n)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -29,8 +30,9 @@ type callTable struct {
 	// The encoded requests of calls, from their queue to their stream
 	// (call_withdraw.go): keyed by their first byte's address.
 	out       map[*byte]outbound
-	withdrawn int        // entries of out in the withdrawn state
-	sendMu    sync.Mutex // serializes enqueue (and compact) on the session's request queues
+	withdrawn int          // entries of out in the withdrawn state
+	tracked   atomic.Int64 // entries of out: writers skip the lock when none
+	sendMu    sync.Mutex   // serializes enqueue (and compact) on the session's request queues
 }
 
 type callResult struct {

@@ -14,17 +14,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// review-3: a JSON-RPC batch whose shared stream is first made after its
-// session's termination gave up waiting (interruptPosts) answers an empty
-// 200: batchResponse.upgrade registers the new stream (addPostStream
-// closes it at once, the session being interrupted) before starting it,
-// so start fails before anything is written, the answers made so far,
-// moved into the failed opening, are lost, later answers are dropped on
-// the dying stream, and finishBatch, seeing a stream, writes nothing. The
-// same request outside a batch is answered (respondJSON, as the stream
-// never began). Heartbeats are off so that the stream is first made by
-// the tool's late notification.
-func TestReview3BatchStreamMadeAfterInterruptAnswersNothing(t *testing.T) {
+// A batch whose stream is first made after its session's termination gave
+// up waiting (the stream is closed before it begins) answers its JSON array
+// instead: the answers that existed are not lost.
+func TestBatchStreamMadeAfterInterruptAnswersItsArray(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	var mcpSrv *server.MCPServer

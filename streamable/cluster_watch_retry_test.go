@@ -31,15 +31,9 @@ func (s *failFirstSubscribe) Subscribe(ctx context.Context, id string) (sessions
 	return s.Store.Subscribe(ctx, id)
 }
 
-// review-3: a session's watch whose Subscribe fails once (a store blip as
-// the request begins) exits for good while the request runs (watchBus
-// returns neither ended nor idle, so runWatch does not go on), and no
-// other watch starts until the session's next request: a DELETE on
-// another replica meanwhile does not cancel the running request (ARCH
-// section 10: "DELETE anywhere cancels the session's requests on every
-// replica (under 1 ms on loopback)"); it runs on until the sweeper's next
-// pass (up to 30 s) or its end.
-func TestReview3WatchGivesUpAfterOneFailedSubscribe(t *testing.T) {
+// A session's watch whose Subscribe fails tries again while the session
+// runs requests, so a DELETE on another replica still cancels them.
+func TestClusterWatchRetriesAFailedSubscribe(t *testing.T) {
 	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
 	release := make(chan struct{})

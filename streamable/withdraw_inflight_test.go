@@ -12,13 +12,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// review-3: a server-to-client request whose caller gives up while a GET
-// stream is writing it (taken: settle forgets it and queues
-// notifications/cancelled) is, once that write fails, put in the
-// carry-over (keep: untake finds no entry) and written whole to the
-// client's next stream, after its caller gave up. ARCHITECTURE section
-// 10: such a request "is never delivered later".
-func TestReview3RequestAbandonedMidWriteIsDeliveredLater(t *testing.T) {
+// A server-to-client request whose caller gives up while a stream is
+// writing it, a write that then fails, is not written again on the next
+// stream: only its cancellation is.
+func TestRequestAbandonedMidWriteIsNotDeliveredLater(t *testing.T) {
 	got := make(chan server.ClientSession, 1)
 	r := newRigOn(t, streamable.Config{WriteTimeout: 2 * time.Second}, smallSendBuffer(serverSendBuffer), sessionsOf(got))
 	c := r.session()

@@ -14,14 +14,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// review-3: SubscribeToResourceErr checks templates by running
-// resources/templates/list through MCPServer.HandleMessage on the session
-// with JSON-RPC id 1. mcp-go keys its in-flight cancellation by session id
-// and request id, so that nested call overwrites, then deletes, the entry
-// of the client's own request with id 1 on the same session: after a
-// resources/subscribe to a templated URI, the client's
-// notifications/cancelled for its request 1 no longer cancels it.
-func TestReview3SubscribeBreaksCancellationOfTheClientsRequest1(t *testing.T) {
+// resources/subscribe's template check runs a request through the
+// MCPServer under an id no client uses, so a client's own request 1 can
+// still be cancelled.
+func TestSubscribeKeepsCancellationOfTheClientsRequest1(t *testing.T) {
 	for _, subscribeFirst := range []bool{false, true} {
 		name := "control"
 		if subscribeFirst {

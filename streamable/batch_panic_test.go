@@ -11,13 +11,9 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// review-3: a batch's notification runs HandleMessage without the recover
-// that Handler.handle gives requests; a notification handler that panics
-// unwinds serveBatch past finishBatch, so a batch stream that a request
-// before it opened stays in the session's tracked writers and in
-// Stats.PostStreams for good (and net/http drops the connection, with the
-// answers already written).
-func TestReview3PanickingNotificationInABatchLeaksItsStream(t *testing.T) {
+// A notification handler that panics inside a batch is recovered: the
+// batch is answered and its stream released.
+func TestPanickingNotificationInABatchIsRecovered(t *testing.T) {
 	var mcpSrv *server.MCPServer
 	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
 		mcpSrv = s

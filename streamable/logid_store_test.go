@@ -16,17 +16,14 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// review-3: "Logs never hold a session id (a digest instead)"
-// (ARCHITECTURE section 10) does not hold with a Redis store: redisstore's
-// errors name the session ("get session %q", "renew the stream lease of
-// session %q", ...), and lifeline logs them whole ("err", err) in the
-// sweeper, lease renewal and release, store terminate, pump and watch.
-func TestReview3LogsHoldASessionIDOnAStoreOutage(t *testing.T) {
+// With a Redis store that is down, the store's errors reach the logs (and
+// 503 bodies) without naming the session.
+func TestLogsHoldNoSessionIDOnAStoreOutage(t *testing.T) {
 	var logs lockedBuffer
 	rs := testutil.StartRedisServer(t)
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr(), ContextTimeoutEnabled: true})
 	store := redisstore.New(rc, redisstore.Options{Prefix: "r3log:", OpTimeout: 200 * time.Millisecond})
-	h := streamable.New(demotools.NewServer("review3", "1"), streamable.Config{
+	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
 		Store:       store,
 		IdleTTL:     400 * time.Millisecond, // the sweeper runs every 100 ms
 		Logger:      slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
