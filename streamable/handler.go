@@ -131,7 +131,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveDelete(w, r)
 		}
 	default:
-		writeFailure(w, errMethodNotAllowed())
+		writeFailure(w, errMethodNotAllowed(h.cfg.Stateless, h.cfg.DisableStreaming))
 	}
 }
 

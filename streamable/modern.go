@@ -61,7 +61,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	env, _ := parseEnvelope(body)
 	dw.listen = env.Method == methodListen
 	if !h.modernReqs.add(dw) {
-		writeFailure(w, errShuttingDown())
+		writeFailure(w, errShuttingDown().forRequest(env.ID))
 		return
 	}
 	defer h.modernReqs.remove(dw)

@@ -103,9 +103,16 @@ func errSessionGone(shutting bool) *failure {
 }
 
 // 405 Method Not Allowed.
-func errMethodNotAllowed() *failure {
-	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "GET, POST, DELETE",
-		message: "Method Not Allowed: use POST, GET or DELETE"}
+func errMethodNotAllowed(stateless, noStreaming bool) *failure {
+	allow, use := "GET, POST, DELETE", "POST, GET or DELETE"
+	switch {
+	case stateless:
+		allow, use = "POST", "POST"
+	case noStreaming:
+		allow, use = "POST, DELETE", "POST or DELETE"
+	}
+	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: allow,
+		message: "Method Not Allowed: use " + use}
 }
 
 func errStreamingDisabled() *failure {
