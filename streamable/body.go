@@ -20,16 +20,21 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 	if n := r.ContentLength; n > limit {
 		return nil, errBodyTooLarge(limit).closing()
 	}
-	if !h.bodyReads.begin(w, h.cfg.BodyReadTimeout) {
-		return nil, errShuttingDown()
+	if !h.bodyReads.begin(w, r, h.cfg.BodyReadTimeout) {
+		return nil, errShuttingDown().closing()
 	}
 	body, err := h.readLimited(w, r, limit)
 	if err == nil && int64(len(body)) > limit {
 		err = &http.MaxBytesError{Limit: limit}
 	}
-	interrupted := h.bodyReads.end(w, err == nil)
-	if err != nil {
-		return nil, h.bodyFailure(err, interrupted)
+	interrupted := h.bodyReads.end(w, r, err == nil)
+	switch {
+	case interrupted:
+		// Shutdown set the connection's read deadline in the past: even
+		// a body read whole cannot be served on it any more.
+		return nil, errShuttingDown().closing()
+	case err != nil:
+		return nil, h.bodyFailure(err)
 	}
 	return body, nil
 }
@@ -38,13 +43,11 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 // the connection: net/http would otherwise read what is left of a small
 // body (up to 256 KiB) before answering, as long as the client cares to
 // send it.
-func (h *Handler) bodyFailure(err error, interrupted bool) *failure {
+func (h *Handler) bodyFailure(err error) *failure {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return errBodyTooLarge(h.cfg.MaxBodyBytes).closing()
-	case interrupted:
-		return errShuttingDown().closing()
 	case isTimeout(err):
 		return errBodyTimeout(h.cfg.BodyReadTimeout).closing()
 	default:
@@ -95,26 +98,32 @@ func readFull(r io.Reader, buf []byte) ([]byte, error) {
 // bodyReads tracks the POST bodies being read, so that Shutdown can
 // interrupt them: a client that trickles a body must not hold a handler
 // (and the HTTP server's Shutdown) for the whole BodyReadTimeout. A read
-// is known by its ResponseWriter.
+// is known by its request.
 type bodyReads struct {
 	mu     sync.Mutex
-	closed bool                         // Shutdown began: every read is interrupted, new ones refused
-	active map[http.ResponseWriter]bool // the reads going on: true once interrupted
+	closed bool                       // Shutdown began: every read is interrupted, new ones refused
+	active map[*http.Request]bodyRead // the reads going on
+}
+
+// bodyRead is one body being read.
+type bodyRead struct {
+	w           http.ResponseWriter
+	interrupted bool
 }
 
 // begin sets the connection's read deadline timeout from now (none when
 // timeout is 0) and registers the read. It reports false once Shutdown
 // has begun.
-func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) bool {
+func (b *bodyReads) begin(w http.ResponseWriter, r *http.Request, timeout time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return false
 	}
 	if b.active == nil {
-		b.active = make(map[http.ResponseWriter]bool)
+		b.active = make(map[*http.Request]bodyRead)
 	}
-	b.active[w] = false
+	b.active[r] = bodyRead{w: w}
 	if timeout > 0 {
 		// A writer without deadline support (a middleware's wrapper, say)
 		// reads without the bound.
@@ -128,11 +137,11 @@ func (b *bodyReads) begin(w http.ResponseWriter, timeout time.Duration) bool {
 // fail at the old deadline; a failed read keeps it, so that nothing reads
 // that connection any longer) and reports whether Shutdown interrupted the
 // read.
-func (b *bodyReads) end(w http.ResponseWriter, whole bool) (interrupted bool) {
+func (b *bodyReads) end(w http.ResponseWriter, r *http.Request, whole bool) (interrupted bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	interrupted = b.active[w]
-	delete(b.active, w)
+	interrupted = b.active[r].interrupted
+	delete(b.active, r)
 	if whole && !interrupted {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
@@ -144,8 +153,9 @@ func (b *bodyReads) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	for w := range b.active {
-		b.active[w] = true
-		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	for r, read := range b.active {
+		read.interrupted = true
+		b.active[r] = read
+		_ = http.NewResponseController(read.w).SetReadDeadline(time.Unix(1, 0))
 	}
 }

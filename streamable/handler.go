@@ -110,7 +110,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.isShutting() {
-		writeFailure(w, errShuttingDown())
+		writeFailure(w, errShuttingDown().closing()) // its body, if any, is not read
 		return
 	}
 	if r.Method != http.MethodPost && declaresModern(r, nil) {

@@ -28,6 +28,7 @@ func (p *postStream) stopWriter() {
 		close(p.done)
 		<-p.writerDone
 	}
+	p.rs.close()
 }
 
 // write is the writer goroutine: it writes what the request sends as SSE

@@ -32,6 +32,8 @@ type requestSession struct {
 	onFirstUse    func()                       // starts the request's writer
 	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
 	returned      <-chan struct{}              // closed once the request has returned (its context's end)
+	closed        atomic.Bool                  // the request's writer has stopped: nothing more reaches its stream
+	made          atomic.Bool                  // the queues exist (set after them, for close)
 }
 
 // init prepares r as a request's session on s; onFirstUse runs once,
@@ -46,6 +48,7 @@ func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 	r.once.Do(func() {
 		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.RequestQueueSize)
 		r.requests = make(chan []byte, r.h.cfg.RequestQueueSize)
+		r.made.Store(true)
 		r.ready <- struct{}{}
 		if r.onFirstUse != nil {
 			r.onFirstUse()
@@ -157,12 +160,35 @@ func (r *requestSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest
 // nothing would ever carry it to the client.
 var errRequestReturned = errors.New("lifeline: the request this session belongs to has ended; its stream can carry nothing more")
 
-// ended reports errRequestReturned once the request has ended.
+// ended reports errRequestReturned once the request has ended, or its
+// writer has stopped.
 func (r *requestSession) ended() error {
+	if r.closed.Load() {
+		return errRequestReturned
+	}
 	select {
 	case <-r.returned:
 		return errRequestReturned
 	default:
 		return nil
+	}
+}
+
+// close marks the request's stream as taking nothing more, and fails the
+// server-to-client requests still queued for it: a call made as the writer
+// stopped would otherwise wait for an answer that cannot come. Called once
+// the writer has stopped.
+func (r *requestSession) close() {
+	r.closed.Store(true)
+	if !r.made.Load() {
+		return
+	}
+	for {
+		select {
+		case m := <-r.requests:
+			r.calls.undeliverable(m, errRequestReturned)
+		default:
+			return
+		}
 	}
 }

@@ -32,7 +32,9 @@ type failure struct {
 }
 
 // closing marks f to close the connection after it is written, and
-// returns f.
+// returns f: an answer given without reading (all of) the request's body.
+// The connection's read deadline is set in the past too, so that net/http
+// does not read what is left of the body before or after answering.
 func (f *failure) closing() *failure {
 	f.closeConn = true
 	return f
@@ -213,6 +215,7 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	}
 	if f.closeConn {
 		h.Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 	}
 	id := f.id
 	if len(id) == 0 {

@@ -37,14 +37,10 @@ func (w *hookWriter) Write(p []byte) (int, error) {
 
 func (w *hookWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// review-4: a server-to-client request made through a POST's session after
-// the request's writer has been stopped (its handler returned) but before
-// the request's context ends passes requestSession.ended() and is queued
-// on the request's queue, which nothing reads any more: the caller waits
-// for its own deadline (forever with a detached context) instead of getting
-// errRequestReturned at once, and its table entry stays for the session's
-// life once withdrawn.
-func TestReview4CallAfterWriterStoppedIsRefused(t *testing.T) {
+// A server-to-client request made through a POST's session once the
+// request's writer has stopped (its answer being written, its context not
+// yet ended) is refused at once, not queued where nothing reads it.
+func TestCallAfterWriterStoppedIsRefused(t *testing.T) {
 	var (
 		mu   sync.Mutex
 		sess server.ClientSession

@@ -13,14 +13,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
-// review-4: once Shutdown has begun, ServeHTTP (isShutting) — and readBody
-// when bodyReads.begin refuses — answer a POST before reading its body with
-// a 503 that is not marked closing(), and no read deadline is set: net/http
-// then discards the unread body (up to 256 KiB) before it writes the
-// answer, with no read deadline, so a client that trickles its body holds
-// the handler (and http.Server.Shutdown) as long as it likes — what
-// bodyReads exists to prevent.
-func TestReview4ShutdownRefusedBodyDoesNotWaitForTrickle(t *testing.T) {
+// Once Shutdown has begun, a POST answered 503 before its body is read
+// closes its connection at once: net/http does not wait for a trickling
+// body first.
+func TestShutdownRefusedBodyDoesNotWaitForTrickle(t *testing.T) {
 	r := newRig(t, streamable.Config{BodyReadTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -18,10 +18,9 @@ type valueWriter struct {
 
 func (w valueWriter) Write(p []byte) (int, error) { w.onWrite(); return w.ResponseWriter.Write(p) }
 
-// review-4: bodyReads keys a map by http.ResponseWriter; a wrapper whose
-// dynamic type is not comparable makes every POST panic ("hash of
-// unhashable type") instead of being served.
-func TestReview4BodyReadsUnhashableWriter(t *testing.T) {
+// A middleware's ResponseWriter wrapper passed by value, not comparable,
+// is served like any other: body reads are not keyed by the writer.
+func TestBodyReadThroughAValueWriterWrapper(t *testing.T) {
 	r := newRig(t, streamable.Config{})
 	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
