@@ -1,0 +1,52 @@
+package streamable_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/streamable"
+)
+
+// A POST refused before its body is read for what its headers say (415 for
+// its Content-Type, 406 for its Accept) is answered at once and closes the
+// connection: net/http must not first wait for a trickling body (up to
+// 256 KiB, as slowly as the client cares to send it, with no
+// BodyReadTimeout bound, holding the handler and the server's Shutdown).
+func TestHeaderRefusalDoesNotWaitForTrickle(t *testing.T) {
+	r := newRig(t, streamable.Config{BodyReadTimeout: time.Hour})
+	host := strings.TrimPrefix(r.ts.URL, "http://")
+	for _, tc := range []struct {
+		name, headers string
+		want          int
+	}{
+		{"content-type", "Content-Type: text/plain\r\nAccept: application/json, text/event-stream\r\n", http.StatusUnsupportedMediaType},
+		{"accept", "Content-Type: application/json\r\nAccept: text/html\r\n", http.StatusNotAcceptable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// A body of 1000 bytes of which 10 are sent; the rest never comes.
+			fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: "+host+"\r\n"+tc.headers+"Content-Length: 1000\r\n\r\n{\"jsonrpc\"")
+			// Bound of the assertion, not a synchronisation: a refused
+			// request is answered at once.
+			_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer to a POST refused before its body is read while its body trickles: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+			t.Logf("status %d, Connection: %q", resp.StatusCode, resp.Header.Get("Connection"))
+		})
+	}
+}
