@@ -26,6 +26,7 @@ func TestHeaderRefusalDoesNotWaitForTrickle(t *testing.T) {
 	}{
 		{"content-type", "Content-Type: text/plain\r\nAccept: application/json, text/event-stream\r\n", http.StatusUnsupportedMediaType},
 		{"accept", "Content-Type: application/json\r\nAccept: text/html\r\n", http.StatusNotAcceptable},
+		{"origin", "Origin: http://evil.example\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n", http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", host)
