@@ -297,3 +297,15 @@ func (t *callTable) undeliverable(msg []byte, err error) (tracked bool) {
 	}
 	return true
 }
+
+// dropQueued forgets msg if it is still queued (nothing took it), and
+// reports whether it did: its stream will never write it.
+func (t *callTable) dropQueued(msg []byte) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if o, ok := t.out[&msg[0]]; ok && o.state == outQueued {
+		t.forgetLocked(msg)
+		return true
+	}
+	return false
+}

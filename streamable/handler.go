@@ -103,18 +103,18 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 // ServeHTTP implements http.Handler for the MCP endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f := h.checkEdge(r); f != nil {
-		writeFailure(w, f)
+		refuse(w, r, f)
 		return
 	}
 	if h.applyCORS(w, r) {
 		return
 	}
 	if h.isShutting() {
-		writeFailure(w, errShuttingDown().closing()) // its body, if any, is not read
+		refuse(w, r, errShuttingDown())
 		return
 	}
 	if r.Method != http.MethodPost && declaresModern(r, nil) {
-		writeFailure(w, errModernMethod())
+		refuse(w, r, errModernMethod())
 		return
 	}
 	switch r.Method {
@@ -122,7 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.servePost(w, r)
 	case http.MethodGet, http.MethodDelete:
 		if h.cfg.Stateless {
-			writeFailure(w, errStatelessMethod())
+			refuse(w, r, errStatelessMethod())
 			return
 		}
 		if r.Method == http.MethodGet {
@@ -131,8 +131,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveDelete(w, r)
 		}
 	default:
-		writeFailure(w, errMethodNotAllowed(h.cfg.Stateless, h.cfg.DisableStreaming))
+		refuse(w, r, errMethodNotAllowed(h.cfg.Stateless, h.cfg.DisableStreaming))
 	}
+}
+
+// refuse answers f to a request whose body has not been read: if it may
+// have one, the connection is closed (closing), so that net/http does not
+// read what the client is still sending before it answers.
+func refuse(w http.ResponseWriter, r *http.Request, f *failure) {
+	if r.ContentLength != 0 {
+		f.closing()
+	}
+	writeFailure(w, f)
 }
 
 // Stats is a snapshot of what a Handler holds.

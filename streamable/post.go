@@ -13,11 +13,11 @@ import (
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		writeFailure(w, errNotAcceptablePost())
+		refuse(w, r, errNotAcceptablePost())
 		return
 	}
 	if !isJSONContent(r) {
-		writeFailure(w, errContentType(r.Header.Get("Content-Type")))
+		refuse(w, r, errContentType(r.Header.Get("Content-Type")))
 		return
 	}
 	body, f := h.readBody(w, r)

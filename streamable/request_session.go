@@ -34,6 +34,7 @@ type requestSession struct {
 	returned      <-chan struct{}              // closed once the request has returned (its context's end)
 	closed        atomic.Bool                  // the request's writer has stopped: nothing more reaches its stream
 	made          atomic.Bool                  // the queues exist (set after them, for close)
+	gone          chan struct{}                // made with the queues; closed by close: calls still queued fail
 }
 
 // init prepares r as a request's session on s; onFirstUse runs once,
@@ -48,6 +49,7 @@ func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 	r.once.Do(func() {
 		r.notifications = make(chan mcp.JSONRPCNotification, r.h.cfg.RequestQueueSize)
 		r.requests = make(chan []byte, r.h.cfg.RequestQueueSize)
+		r.gone = make(chan struct{})
 		r.made.Store(true)
 		r.ready <- struct{}{}
 		if r.onFirstUse != nil {
@@ -134,7 +136,7 @@ func (r *requestSession) RequestSampling(ctx context.Context, req mcp.CreateMess
 		return nil, err
 	}
 	n, q := r.queues()
-	return r.requestSampling(ctx, q, n, req)
+	return r.requestSampling(ctx, callRoute{requests: q, notes: n, closed: r.gone}, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation on the POST stream.
@@ -143,7 +145,7 @@ func (r *requestSession) RequestElicitation(ctx context.Context, req mcp.Elicita
 		return nil, err
 	}
 	n, q := r.queues()
-	return r.requestElicitation(ctx, q, n, req)
+	return r.requestElicitation(ctx, callRoute{requests: q, notes: n, closed: r.gone}, req)
 }
 
 // ListRoots implements server.SessionWithRoots on the POST stream.
@@ -152,7 +154,7 @@ func (r *requestSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest
 		return nil, err
 	}
 	n, q := r.queues()
-	return r.listRoots(ctx, q, n, req)
+	return r.listRoots(ctx, callRoute{requests: q, notes: n, closed: r.gone}, req)
 }
 
 // errRequestReturned refuses a server-to-client request made through a
@@ -183,6 +185,9 @@ func (r *requestSession) close() {
 	if !r.made.Load() {
 		return
 	}
+	// A call that passed ended() as this ran may queue its request after
+	// the drain below: it sees gone and withdraws it itself.
+	close(r.gone)
 	for {
 		select {
 		case m := <-r.requests:

@@ -165,7 +165,16 @@ var errQueueFull = errors.New("lifeline: outbound request queue is full")
 // answer, its request is withdrawn if it is still queued, or, if it was
 // written, a notifications/cancelled for it goes on notes, the queue of the
 // same stream.
-func (s *session) call(ctx context.Context, queue chan []byte, notes chan mcp.JSONRPCNotification, method string, params any) (json.RawMessage, error) {
+// callRoute is the stream a server-to-client request goes out on: its
+// request and notification queues, and for a request's own stream the
+// channel closed once its writer stopped (nil for the GET stream's).
+type callRoute struct {
+	requests chan []byte
+	notes    chan mcp.JSONRPCNotification
+	closed   <-chan struct{}
+}
+
+func (s *session) call(ctx context.Context, route callRoute, method string, params any) (json.RawMessage, error) {
 	if s.stateless {
 		return nil, errStatelessCall
 	}
@@ -197,20 +206,28 @@ func (s *session) call(ctx context.Context, queue chan []byte, notes chan mcp.JS
 	if err != nil {
 		return nil, fmt.Errorf("lifeline: encode %s request: %w", method, err)
 	}
-	if !s.calls.enqueue(queue, msg, id) {
+	if !s.calls.enqueue(route.requests, msg, id) {
 		return nil, fmt.Errorf("%w (%s)", errQueueFull, method)
 	}
 	answered := false
 	defer func() {
 		if s.calls.settle(msg) && !answered {
-			s.cancelCall(ctx, notes, id, method)
+			s.cancelCall(ctx, route.notes, id, method)
 		}
 	}()
-	if q := s.q.Load(); s.h.shared && q != nil && queue == q.requests {
+	if q := s.q.Load(); s.h.shared && q != nil && route.requests == q.requests {
 		s.ensurePump(false)
 	}
+	closed := route.closed
 	for waiting := true; waiting; {
 		select {
+		case <-closed:
+			closed = nil
+			// The stream's writer stopped: a request it never took will
+			// never go out (one it wrote may still be answered).
+			if s.calls.dropQueued(msg) {
+				return nil, fmt.Errorf("lifeline: %s: %w", method, errRequestReturned)
+			}
 		case r := <-ch:
 			answered = true
 			return r.result, r.err
@@ -260,8 +277,8 @@ func (s *session) cancelCall(ctx context.Context, notes chan mcp.JSONRPCNotifica
 	}
 }
 
-func (s *session) requestSampling(ctx context.Context, q chan []byte, notes chan mcp.JSONRPCNotification, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	raw, err := s.call(ctx, q, notes, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
+func (s *session) requestSampling(ctx context.Context, route callRoute, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	raw, err := s.call(ctx, route, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +292,8 @@ func (s *session) requestSampling(ctx context.Context, q chan []byte, notes chan
 	return &res, nil
 }
 
-func (s *session) requestElicitation(ctx context.Context, q chan []byte, notes chan mcp.JSONRPCNotification, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	raw, err := s.call(ctx, q, notes, string(mcp.MethodElicitationCreate), req.Params)
+func (s *session) requestElicitation(ctx context.Context, route callRoute, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := s.call(ctx, route, string(mcp.MethodElicitationCreate), req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +304,8 @@ func (s *session) requestElicitation(ctx context.Context, q chan []byte, notes c
 	return &res, nil
 }
 
-func (s *session) listRoots(ctx context.Context, q chan []byte, notes chan mcp.JSONRPCNotification, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	raw, err := s.call(ctx, q, notes, string(mcp.MethodListRoots), req.Params)
+func (s *session) listRoots(ctx context.Context, route callRoute, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	raw, err := s.call(ctx, route, string(mcp.MethodListRoots), req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -303,17 +320,17 @@ func (s *session) listRoots(ctx context.Context, q chan []byte, notes chan mcp.J
 // the request goes on the GET stream.
 func (s *session) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	q := s.queues()
-	return s.requestSampling(ctx, q.requests, q.notifications, req)
+	return s.requestSampling(ctx, callRoute{requests: q.requests, notes: q.notifications}, req)
 }
 
 // RequestElicitation implements server.SessionWithElicitation.
 func (s *session) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	q := s.queues()
-	return s.requestElicitation(ctx, q.requests, q.notifications, req)
+	return s.requestElicitation(ctx, callRoute{requests: q.requests, notes: q.notifications}, req)
 }
 
 // ListRoots implements server.SessionWithRoots.
 func (s *session) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	q := s.queues()
-	return s.listRoots(ctx, q.requests, q.notifications, req)
+	return s.listRoots(ctx, callRoute{requests: q.requests, notes: q.notifications}, req)
 }
