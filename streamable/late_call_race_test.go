@@ -31,8 +31,9 @@ func (g gatedSchema) MarshalJSON() ([]byte, error) {
 
 // A call through a POST's session that passed the ended() check just before
 // the request returned, and is queued just after its writer stopped (and
-// requestSession.close drained the queue), is queued where nothing reads
-// it: it waits out its caller's deadline instead of failing at once.
+// requestSession.close drained the queue), fails at once: it sees the
+// stream's end and withdraws its request, rather than waiting out its
+// caller's deadline.
 func TestCallRacingWriterStopIsRefused(t *testing.T) {
 	entered, gate := make(chan struct{}), make(chan struct{})
 	type outcome struct {
