@@ -297,17 +297,7 @@ func TestShutdownInterruptsAStalledAnswer(t *testing.T) {
 	r := newRig(t, slowConfig(), bigResultTool)
 	c := r.session()
 	ctx := testutil.Context(t, wait)
-	sr, err := testutil.DialStalled(ctx, r.ts.URL, "POST", map[string]string{
-		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Session-Id": c.SessionID, "MCP-Protocol-Version": testutil.ProtocolVersion,
-	}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big"}}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sr.Close()
-	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
-		t.Fatalf("stalled POST: %q, %v", status, err)
-	}
+	stalledBigCall(t, r, c)
 	sctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -75,9 +75,11 @@ func bigResultTool(s *server.MCPServer) {
 	})
 }
 
-func TestDeleteInterruptsABlockedJSONResponse(t *testing.T) {
-	r := newRig(t, slowConfig(), bigResultTool)
-	c := r.session()
+// stalledBigCall calls the big tool (bigResultTool) from a client that
+// never reads, and returns once the answer has begun: its 16 MiB write is
+// then blocked on the connection.
+func stalledBigCall(t *testing.T, r *rig, c *testutil.Client) *testutil.StalledReader {
+	t.Helper()
 	ctx := testutil.Context(t, wait)
 	sr, err := testutil.DialStalled(ctx, r.ts.URL, "POST", map[string]string{
 		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
@@ -86,10 +88,18 @@ func TestDeleteInterruptsABlockedJSONResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sr.Close()
+	t.Cleanup(func() { sr.Close() })
 	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
 		t.Fatalf("stalled POST: %q, %v", status, err)
 	}
+	return sr
+}
+
+func TestDeleteInterruptsABlockedJSONResponse(t *testing.T) {
+	r := newRig(t, slowConfig(), bigResultTool)
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	stalledBigCall(t, r, c)
 	// The 16 MiB write is now blocked on the stalled connection; only an
 	// interruption can end it before the one-minute write timeout.
 	start := time.Now()
