@@ -55,6 +55,19 @@ const gatedID = 42
 
 // start posts the call with id gatedID and returns where its answer will
 // arrive, once the tool has started.
+// startCancellableCall starts, on a new rig, a call of the gated tool that
+// returns only when cancelled (its gate is never passed), answering on JSON
+// or, with stream, on SSE; it returns once the tool runs.
+func startCancellableCall(t *testing.T, stream bool) (*rig, *testutil.Client, <-chan *testutil.Response) {
+	t.Helper()
+	started := make(chan struct{}, 1)
+	gate := testutil.NewBarrier(2) // never passed
+	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, answerGatedTool(started, gate))
+	c := r.session()
+	call := gatedCall{size: 10, stream: stream, honor: true}
+	return r, c, call.start(t, c, started)
+}
+
 func (g gatedCall) start(t *testing.T, c *testutil.Client, started <-chan struct{}) <-chan *testutil.Response {
 	t.Helper()
 	ctx := testutil.Context(t, wait)
@@ -177,12 +190,7 @@ func shutdownInBackground(t *testing.T, r *rig, d time.Duration) <-chan error {
 func TestShutdownCancelsWhatOutlivesItsContextAndAnswersWithTheID(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
-			started := make(chan struct{}, 1)
-			gate := testutil.NewBarrier(2) // never passed
-			r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, answerGatedTool(started, gate))
-			c := r.session()
-			call := gatedCall{size: 10, stream: stream, honor: true}
-			answer := call.start(t, c, started)
+			r, _, answer := startCancellableCall(t, stream)
 			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 			defer cancel()
 			if err := r.h.Shutdown(ctx); err != nil {
@@ -236,12 +244,7 @@ func TestDeleteDeliversAnswersThatExist(t *testing.T) {
 func TestDeleteAnswersACancelledRequestWithItsID(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
-			started := make(chan struct{}, 1)
-			gate := testutil.NewBarrier(2) // never passed
-			r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, answerGatedTool(started, gate))
-			c := r.session()
-			call := gatedCall{size: 10, stream: stream, honor: true}
-			answer := call.start(t, c, started)
+			_, c, answer := startCancellableCall(t, stream)
 			del, err := c.Delete(testutil.Context(t, wait))
 			if err != nil {
 				t.Fatal(err)
