@@ -254,7 +254,8 @@ func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.R
 				Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: the request handler panicked: %v", v)}}
 		}
 	}()
-	return h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body)
+	ctx, slot := withCapabilitySlot(ctx)
+	return applyMissingCapability(h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body), slot)
 }
 
 // notify runs a client's notification through the MCPServer. A panic in
