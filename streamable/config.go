@@ -19,6 +19,8 @@ const (
 	DefaultCleanupTimeout = 5 * time.Second
 	DefaultIdleTTL        = 30 * time.Minute
 	DefaultMaxSessions    = 10000
+	// DefaultMaxListenStreams is Config.MaxListenStreams's default.
+	DefaultMaxListenStreams = 10000
 	DefaultMaxBodyBytes   = 4 << 20
 	// DefaultBodyReadTimeout is Config.BodyReadTimeout's default.
 	DefaultBodyReadTimeout = 30 * time.Second
@@ -138,6 +140,11 @@ type Config struct {
 	// client requests fail, and no client's messages ever reach another.
 	// In-flight stateless requests count toward MaxSessions.
 	Stateless bool
+	// MaxListenStreams caps the open 2026-07-28 subscriptions/listen
+	// streams; one more gets 503 with Retry-After. (Every in-flight
+	// 2026-07-28 request, listen streams included, also counts toward
+	// MaxSessions, as stateless requests do.) Default 10,000.
+	MaxListenStreams int
 	// DisableStreaming answers GET with 405: no standalone stream, so
 	// session notifications wait in the queue (and are refused when it is
 	// full); request-scoped messages still stream on POST responses.
@@ -172,6 +179,9 @@ func (c Config) effective() Config {
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxListenStreams <= 0 {
+		c.MaxListenStreams = DefaultMaxListenStreams
 	}
 	if c.BodyReadTimeout == 0 {
 		c.BodyReadTimeout = DefaultBodyReadTimeout

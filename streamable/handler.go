@@ -2,8 +2,8 @@
 // http.Handler that serves one MCP endpoint on top of mcp-go's
 // *server.MCPServer and owns every session, stream and goroutine it starts.
 //
-// It serves protocol versions 2024-11-05 through 2025-11-25 itself, and
-// 2026-07-28 (no sessions) by delegating to mcp-go's own handler. Sessions are
+// It serves protocol versions 2024-11-05 through 2025-11-25, and 2026-07-28
+// (no sessions, decided per request), with its own code. Sessions are
 // created by initialize and live until DELETE, idle expiry or Shutdown;
 // each has at most one standalone GET stream, kept alive by JSON-RPC pings.
 // Every write of a stream event or a response body has a deadline, and
@@ -17,10 +17,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/heartbeat"
@@ -40,8 +42,10 @@ type Handler struct {
 	cfg        Config
 	log        *slog.Logger
 	sched      *heartbeat.Scheduler         // nil when heartbeats are disabled
-	modern     *server.StreamableHTTPServer // mcp-go's handler, for 2026-07-28
-	modernReqs modernSet
+	versions   []string  // the protocol versions served, newest first
+	listens    listenSet // open subscriptions/listen streams (listen.go)
+	tapOnce    sync.Once
+	tap        *broadcastTap // guarded by mu; set once (broadcast.go)
 	bodyReads  bodyReads // POST bodies being read (body.go)
 	holder     string    // names this handler in stream leases
 	shared     bool      // the store is shared with other replicas (cluster.go)
@@ -91,7 +95,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		// must lapse when a replica dies, heartbeats or not.
 		h.sched = heartbeat.NewScheduler(cfg.Clock)
 	}
-	h.modern = newModernHandler(mcpServer, h)
+	h.versions = slices.Clone(mcp.ValidProtocolVersions)
 	if cfg.IdleTTL > 0 || h.shared {
 		go h.sweep()
 	} else {
@@ -113,7 +117,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, errShuttingDown())
 		return
 	}
-	if r.Method != http.MethodPost && declaresModern(r, nil) {
+	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
 		refuse(w, r, errModernMethod())
 		return
 	}
@@ -147,7 +151,8 @@ func refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 
 // Stats is a snapshot of what a Handler holds.
 type Stats struct {
-	// Sessions is the number of live sessions in this process.
+	// Sessions is the number of live sessions in this process (2026-07-28
+	// requests, which have none, are not counted; stateless requests are).
 	Sessions int
 	// GetStreams is the number of open standalone GET streams.
 	GetStreams int
@@ -160,21 +165,28 @@ type Stats struct {
 	// queue was full (counted as mcp-go is about to send into a full queue,
 	// so it can be off by the few that a reader drained just in time).
 	RefusedMessages int64
+	// ListenStreams is the number of open 2026-07-28 subscriptions/listen
+	// streams.
+	ListenStreams int
 	// DroppedMessages counts messages bound for GET streams dropped since
 	// New because 3 streams (maxWriteAttempts) failed to write them, each
 	// drop logged at Warn: one message a client cannot take whole never
-	// holds back those queued behind it.
+	// holds back those queued behind it. Broadcasts refused because the
+	// broadcast tap's queue stayed full (broadcast.go) count here too.
 	DroppedMessages int64
 }
 
 // Stats reports what the handler holds right now.
 func (h *Handler) Stats() Stats {
 	sessions := h.snapshot()
-	queued := 0
+	queued, live := 0, 0
 	for _, s := range sessions {
 		queued += s.queued()
+		if !s.modern {
+			live++
+		}
 	}
-	return Stats{Sessions: len(sessions), GetStreams: int(h.getStreams.Load()),
+	return Stats{Sessions: live, GetStreams: int(h.getStreams.Load()), ListenStreams: h.listens.count(),
 		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued,
 		RefusedMessages: h.refusedCount.Load(), DroppedMessages: h.droppedCount.Load()}
 }

@@ -25,11 +25,11 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
-	if headerValue(r.Header, headerProtocolVersion) == modernVersion {
-		h.serveModern(w, r, body)
-		return
-	}
 	if isBatch(body) {
+		if eraOf(r, nil).modern() {
+			writeFailure(w, errModernBatch())
+			return
+		}
 		h.serveBatch(w, r, body)
 		return
 	}
@@ -40,8 +40,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f.forRequest(itemID(body)))
 		return
 	}
-	if declaresModern(r, env.Params) {
-		h.serveModern(w, r, body)
+	if era := eraOf(r, env.Params); era.modern() {
+		h.serveModern(w, r, env, body, era)
 		return
 	}
 	if h.cfg.Stateless {

@@ -27,9 +27,15 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 // runRequest is serveRequest for a request on its own (batch nil) or one
 // of a JSON-RPC batch, whose answer joins the batch's response (batch.go).
 func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse) {
+	h.runRequestOn(w, r, sess, env, body, batch, nil)
+}
+
+// runRequestOn is runRequest for a listen stream too (feed not nil): its
+// writer also writes what the feed takes (listen.go).
+func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse, feed *listenFeed) {
 	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
 	defer cancel(nil)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch}
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed}
 	// The whole request, response included, is work the session's
 	// termination waits for and cancels (cancelRunning; Shutdown only
 	// after a grace): its response writer is squeezed, so an answer that
@@ -48,6 +54,7 @@ func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *sessi
 	start := p.startWriter // one func value for both uses
 	p.rs = &p.ownSession
 	p.rs.init(sess, start, ctx.Done())
+	p.rs.feed = feed
 	defer p.finish()
 	var keepalive *time.Timer
 	if h.cfg.HeartbeatInterval > 0 {
@@ -72,6 +79,7 @@ type postStream struct {
 	rs     *requestSession // &ownSession
 	id     json.RawMessage // the request's id, for the transport's own error answers
 	batch  *batchResponse  // the batch's shared response, for a request of a batch
+	feed   *listenFeed     // a listen stream's broadcasts (listen.go), else nil
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by
@@ -211,6 +219,12 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		return
 	}
 	b = append(b, '\n')
+	status := http.StatusOK
+	if p.sess.modern {
+		if e, ok := resp.(mcp.JSONRPCError); ok {
+			status = modernErrorStatus(e.Error.Code)
+		}
+	}
 	if len(b) <= smallResponse {
 		// A small answer fits net/http's write buffer: the handler never
 		// blocks on it (net/http sends it, with a Content-Length, once the
@@ -223,7 +237,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 			// cheaply than a header set here.
 			h.Set("Content-Length", strconv.Itoa(len(b)))
 		}
-		p.w.WriteHeader(http.StatusOK)
+		p.w.WriteHeader(status)
 		_, _ = p.w.Write(b)
 		return
 	}
@@ -235,7 +249,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	err = st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
-		p.w.WriteHeader(http.StatusOK)
+		p.w.WriteHeader(status)
 		return st.put(b) // in chunks: a slow reader's progress extends the deadline
 	})
 	if err != nil && !st.begun() {

@@ -46,6 +46,15 @@ func (p *postStream) write() {
 	// the writer was started by the keep-alive timer and owes a keep-alive.
 	var notes chan mcp.JSONRPCNotification
 	var reqs chan []byte
+	// A listen stream's feed is read once the acknowledgement is out
+	// (ackedFeed), so that nothing goes ahead of it.
+	var feedWake <-chan struct{}
+	ackedFeed := func() {
+		if feedWake == nil && p.feed != nil && p.feed.acked {
+			feedWake = p.feed.wake
+			p.sendFeed()
+		}
+	}
 	ready := p.rs.ready
 	select {
 	case <-ready:
@@ -60,12 +69,15 @@ func (p *postStream) write() {
 			notes, reqs = p.rs.queues()
 			ready = nil
 		case n := <-notes:
-			p.sendBatch(notes, reqs, p.h.encodeNotification(p.sess.id, n))
+			p.sendBatch(notes, reqs, p.encodeNote(n))
+			ackedFeed()
 		case m := <-reqs:
 			if !p.sess.calls.take(m) {
 				m = nil // a request whose caller gave up
 			}
 			p.sendBatch(notes, reqs, m)
+		case <-feedWake:
+			p.sendFeed()
 		case <-tick:
 			p.keepalive()
 		case <-p.done:
@@ -77,6 +89,10 @@ func (p *postStream) write() {
 			default:
 			}
 			p.sendBatch(notes, reqs, nil)
+			ackedFeed()
+			if feedWake != nil {
+				p.sendFeed()
+			}
 			return
 		}
 	}
@@ -96,7 +112,7 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 	for {
 		select {
 		case n := <-notes:
-			if b := p.h.encodeNotification(p.sess.id, n); b != nil {
+			if b := p.encodeNote(n); b != nil {
 				batch = append(batch, b)
 			}
 		case m := <-reqs:
@@ -134,4 +150,14 @@ func (p *postStream) sent(msgs [][]byte) {
 			p.sess.calls.lost(m)
 		}
 	}
+}
+
+// encodeNote encodes a notification the request sent; on a listen stream,
+// the acknowledgement marks the feed readable once written (the writer
+// sends it before it reads the feed).
+func (p *postStream) encodeNote(n mcp.JSONRPCNotification) []byte {
+	if p.feed != nil && n.Method == string(mcp.MethodNotificationSubscriptionsAcknowledged) {
+		p.feed.acked = true
+	}
+	return p.h.encodeNotification(p.sess.id, n)
 }

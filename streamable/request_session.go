@@ -35,6 +35,7 @@ type requestSession struct {
 	closed        atomic.Bool                  // the request's writer has stopped: nothing more reaches its stream
 	made          atomic.Bool                  // the queues exist (set after them, for close)
 	gone          chan struct{}                // made with the queues; closed by close: calls still queued fail
+	feed          *listenFeed                  // a listen stream's (listen.go), else nil
 }
 
 // init prepares r as a request's session on s; onFirstUse runs once,

@@ -86,6 +86,8 @@ type session struct {
 	held []mcp.JSONRPCNotification
 
 	stateless bool // an ephemeral session serving one stateless request
+	modern    bool // stateless too: serving one 2026-07-28 request
+	listen    bool // modern too: serving a subscriptions/listen stream
 }
 
 func newSession(h *Handler, id string) *session {

@@ -175,6 +175,9 @@ type callRoute struct {
 }
 
 func (s *session) call(ctx context.Context, route callRoute, method string, params any) (json.RawMessage, error) {
+	if s.modern {
+		return nil, errModernCall
+	}
 	if s.stateless {
 		return nil, errStatelessCall
 	}

@@ -50,23 +50,27 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			begun = append(begun, s)
 		}
 	}
-	// Running requests (2026-07-28 ones too) get until the grace ends,
-	// then are cancelled; what they answer is written until ctx ends,
-	// then interrupted.
-	exits = append(exits, h.modernReqs.close())
+	// Listen streams end at once, with their final result, like GET
+	// streams. Running requests (2026-07-28 ones too) get until the grace
+	// ends, then are cancelled; what they answer is written until ctx
+	// ends, then interrupted.
+	for _, s := range begun {
+		if s.listen {
+			s.cancelRunning(errShutdown)
+		}
+	}
 	if exits = h.awaitGrace(ctx, exits); len(exits) > 0 {
 		for _, s := range begun {
 			s.cancelRunning(errShutdown)
 		}
-		h.modernReqs.cancelRunning()
 	}
 	err := waitAll(ctx, exits)
 	if err != nil {
 		for _, s := range begun {
 			s.interruptPosts(errShutdown)
 		}
-		h.modernReqs.interruptAll()
 	}
+	h.stopTap()
 	for _, s := range begun {
 		s.life.Lock()
 		s.finishTerminate(context.WithoutCancel(ctx), errShutdown)

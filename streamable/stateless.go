@@ -13,6 +13,9 @@ var errRequestDone = errors.New("stateless request done")
 // errStatelessCall refuses server-to-client requests in stateless mode.
 var errStatelessCall = errors.New("lifeline: stateless mode has no session to carry the client's answer to a server request")
 
+// errModernCall refuses server-to-client requests on 2026-07-28.
+var errModernCall = errors.New("lifeline: protocol version 2026-07-28 has no server-to-client requests; return an input-required result (mcp.NewInputRequestBuilder) instead")
+
 // serveStateless serves one POST in stateless mode: the message runs on an
 // ephemeral session of its own that ends with the request, so nothing one
 // client's request sends can reach another client. No session id is

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // JSON-RPC error codes used in error bodies.
@@ -27,6 +30,7 @@ type failure struct {
 	id         json.RawMessage
 	retryAfter time.Duration
 	allow      string
+	data       any  // the JSON-RPC error's data, if any
 	storeDown  bool // the store failed (errStore): a degraded path may still serve
 	closeConn  bool // answered with Connection: close (the body was not read whole)
 }
@@ -76,6 +80,49 @@ func errBatchVersion(v string) *failure {
 func errUnknownResponseID(id json.RawMessage) *failure {
 	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest, id: id,
 		message: fmt.Sprintf("Bad Request: no request with id %s was sent to this session", id)}
+}
+
+// 2026-07-28 request validation (400): the codes that version defines.
+func errModernHeader(message string) *failure {
+	return &failure{status: http.StatusBadRequest, code: mcp.HEADER_MISMATCH,
+		message: "Bad Request: " + message}
+}
+
+func errModernMeta(message string) *failure {
+	return &failure{status: http.StatusBadRequest, code: mcp.INVALID_PARAMS,
+		message: "Invalid params: " + message}
+}
+
+func errModernVersion(requested string, supported []string) *failure {
+	return &failure{status: http.StatusBadRequest, code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		message: fmt.Sprintf("Unsupported protocol version %q (supported: %s)", requested, strings.Join(supported, ", ")),
+		data:    mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: requested}}
+}
+
+func errModernResponse() *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Invalid Request: protocol version 2026-07-28 has no server-to-client requests, so a client never sends a response; multi round-trip results replace them"}
+}
+
+func errModernBatch() *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; send one message per POST"}
+}
+
+// modernErrorStatus is the HTTP status of a 2026-07-28 request answered
+// with a JSON-RPC error of code (before any event was streamed): 404 for
+// an unknown method, 400 for a request the client must change, and 200
+// for errors of the call itself.
+func modernErrorStatus(code int) int {
+	switch code {
+	case mcp.METHOD_NOT_FOUND:
+		return http.StatusNotFound
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+		return http.StatusBadRequest
+	default:
+		return http.StatusOK
+	}
 }
 
 // 403 Forbidden.
@@ -168,6 +215,11 @@ func errContentType(got string) *failure {
 }
 
 // 503 Service Unavailable.
+func errTooManyListenStreams(limit int, retry time.Duration) *failure {
+	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
+		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d subscriptions/listen streams; retry later", limit)}
+}
+
 func errTooManySessions(limit int, retry time.Duration) *failure {
 	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d sessions; retry later", limit)}
@@ -221,7 +273,7 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	body, _ := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: f.code, Message: f.message}})
+	body, _ := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: f.code, Message: f.message, Data: f.data}})
 	w.WriteHeader(f.status)
 	_, _ = w.Write(append(body, '\n'))
 }
@@ -236,4 +288,5 @@ type rpcError struct {
 type rpcErrorBody struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
 }

@@ -1,0 +1,163 @@
+package streamable
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// What mcp-go broadcasts (MCPServer.SendNotificationToAllClients: list
+// changes when tools, prompts or resources are added or removed, and
+// whatever an application broadcasts) reaches every session registered with
+// the MCPServer. lifeline registers one more, the broadcast tap: a session
+// that is never a client's, with no filter, whose channel one goroutine
+// drains. Through it, lifeline hands every broadcast to its listen streams
+// (listen.go), which mcp-go cannot reach: they are not registered (mcp-go
+// keeps its own registration of listen sessions unexported), and with
+// replicas the broadcast goes over the store to every replica
+// (broadcast_cluster.go).
+//
+// The tap is registered when the first listen stream opens (with a shared
+// store, at New), and unregistered by Shutdown, which joins its goroutine.
+// Its id, "lifeline-broadcast-tap-<random>", is what mcp-go's
+// OnRegisterSession hooks see.
+
+// tapQueue is how many broadcasts the tap holds before a broadcaster waits
+// for its goroutine to take one.
+const tapQueue = 256
+
+// broadcastTap is the session mcp-go broadcasts to for lifeline.
+type broadcastTap struct {
+	h  *Handler
+	id string
+	ch chan mcp.JSONRPCNotification
+
+	roomMu sync.Mutex
+	room   chan struct{} // closed when the goroutine takes one; made by a waiting sender
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// SessionID implements server.ClientSession.
+func (t *broadcastTap) SessionID() string { return t.id }
+
+// NotificationChannel implements server.ClientSession.
+func (t *broadcastTap) NotificationChannel() chan<- mcp.JSONRPCNotification { return t.ch }
+
+// Initialize implements server.ClientSession.
+func (t *broadcastTap) Initialize() {}
+
+// Initialized implements server.ClientSession: mcp-go broadcasts only to
+// initialized sessions.
+func (t *broadcastTap) Initialized() bool { return true }
+
+// UpgradeToSSEWhenReceiveNotification implements
+// server.SessionWithStreamableHTTPConfig: mcp-go calls it right before its
+// non-blocking send, so a full queue makes the broadcaster wait for the
+// tap's goroutine (which never waits on a client) to take one, at most the
+// stall threshold. A broadcast that still finds it full is refused by
+// mcp-go, and counted and logged as dropped here.
+func (t *broadcastTap) UpgradeToSSEWhenReceiveNotification() {
+	if len(t.ch) < cap(t.ch) {
+		return
+	}
+	timer := time.NewTimer(t.h.stallThreshold())
+	defer timer.Stop()
+	for len(t.ch) == cap(t.ch) {
+		room := t.roomSignal()
+		if len(t.ch) < cap(t.ch) {
+			return
+		}
+		select {
+		case <-room:
+		case <-timer.C:
+			if len(t.ch) == cap(t.ch) {
+				n := t.h.droppedCount.Add(1)
+				t.h.log.Warn("lifeline: broadcast queue full; a broadcast was dropped",
+					"queue", cap(t.ch), "dropped_total", n)
+			}
+			return
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+func (t *broadcastTap) roomSignal() <-chan struct{} {
+	t.roomMu.Lock()
+	defer t.roomMu.Unlock()
+	if t.room == nil {
+		t.room = make(chan struct{})
+	}
+	return t.room
+}
+
+func (t *broadcastTap) madeRoom() {
+	t.roomMu.Lock()
+	defer t.roomMu.Unlock()
+	if t.room != nil {
+		close(t.room)
+		t.room = nil
+	}
+}
+
+// run hands each broadcast on, until stopped.
+func (t *broadcastTap) run() {
+	defer close(t.done)
+	for {
+		select {
+		case n := <-t.ch:
+			t.madeRoom()
+			t.h.broadcast(n)
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// ensureTap registers the tap and starts its goroutine, once; not after
+// Shutdown began.
+func (h *Handler) ensureTap() {
+	h.tapOnce.Do(func() {
+		if h.isShutting() {
+			return
+		}
+		t := &broadcastTap{h: h, id: "lifeline-broadcast-tap-" + h.holder,
+			ch: make(chan mcp.JSONRPCNotification, tapQueue), stop: make(chan struct{}), done: make(chan struct{})}
+		// Registered outside h.mu: mcp-go runs its hooks.
+		if err := h.mcp.RegisterSession(context.Background(), t); err != nil {
+			h.log.Error("lifeline: the broadcast tap could not be registered; listen streams get no broadcasts", "err", err)
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.shutting {
+			h.mcp.UnregisterSession(context.Background(), t.id)
+			return
+		}
+		h.tap = t
+		go t.run()
+	})
+}
+
+// stopTap unregisters the tap and joins its goroutine (Shutdown).
+func (h *Handler) stopTap() {
+	h.mu.Lock()
+	t := h.tap
+	h.mu.Unlock()
+	if t == nil {
+		return
+	}
+	h.mcp.UnregisterSession(context.Background(), t.id)
+	close(t.stop)
+	<-t.done
+}
+
+// broadcast delivers one broadcast mcp-go raised here to this process's
+// listen streams.
+func (h *Handler) broadcast(n mcp.JSONRPCNotification) {
+	h.listens.offer(n)
+}
