@@ -21,7 +21,7 @@ const (
 	DefaultMaxSessions    = 10000
 	// DefaultMaxListenStreams is Config.MaxListenStreams's default.
 	DefaultMaxListenStreams = 10000
-	DefaultMaxBodyBytes   = 4 << 20
+	DefaultMaxBodyBytes     = 4 << 20
 	// DefaultBodyReadTimeout is Config.BodyReadTimeout's default.
 	DefaultBodyReadTimeout = 30 * time.Second
 	DefaultQueueSize       = 512

@@ -42,9 +42,9 @@ type listenFeed struct {
 
 	mu      sync.Mutex
 	filter  mcp.SubscriptionFilter
-	active  bool                       // mcp-go has recorded the filter
-	pending []mcp.JSONRPCNotification  // oldest first
-	keys    map[string]struct{}        // coalescing keys of pending
+	active  bool                      // mcp-go has recorded the filter
+	pending []mcp.JSONRPCNotification // oldest first
+	keys    map[string]struct{}       // coalescing keys of pending
 
 	acked bool // the writer has written the acknowledgement (writer-owned)
 }
