@@ -39,6 +39,8 @@ type Memory struct {
 	tombDue  dueHeap                 // when tombstones lapse
 	// The largest each map has been since it was last remade (shrink).
 	sessionsPeak, tombsPeak int
+
+	bcast memoryBroadcast // the broadcast bus (memory_broadcast.go)
 }
 
 type memoryEntry struct {

@@ -118,7 +118,41 @@ type Store interface {
 	SubscribeTopic(ctx context.Context, id, topic string) (Subscription, error)
 }
 
-// Subscription receives the messages published on one session's bus.
+// Broadcaster is a bus shared by every replica using the store, not tied to
+// a session: what any replica publishes reaches the broadcast subscriptions
+// of all of them, its own included. Memory and redisstore.Store implement
+// it; a transport uses it for what must reach every stream of every
+// replica (mcp-go's notifications to all clients, such as a changed tools
+// list).
+type Broadcaster interface {
+	// PublishBroadcast sends msg to every current broadcast subscription,
+	// of every replica, in publication order per publisher: the messages of
+	// one goroutine's successive calls arrive on every subscription in that
+	// order (calls made concurrently have no order between them). Each
+	// subscription gets msg at most once, except that a shared store's
+	// client may repeat a call whose connection broke mid-way. Having no
+	// subscriber is not an error. A subscription whose buffer is full
+	// misses msg, and the store counts it (Memory.Dropped,
+	// redisstore.Store.Dropped) without reporting it here: a shared store
+	// delivers after PublishBroadcast returns. An error means msg may have
+	// reached no one. PublishBroadcast does not keep msg; subscribers get
+	// a copy, which they must not modify.
+	PublishBroadcast(ctx context.Context, msg []byte) error
+	// SubscribeBroadcasts returns a subscription receiving every message
+	// published from now on (its own replica's included): every
+	// PublishBroadcast that starts after SubscribeBroadcasts returned
+	// reaches it. It may also get a message published just before, which
+	// its replica was still delivering to its other broadcast
+	// subscriptions. It ends on Close (and when the store is closed, for a
+	// store that has a Close); Messages is closed then. A shared store
+	// loses the messages published while its replica's connection is down
+	// (they reach the replicas still connected); the subscription stays
+	// and receives again once the connection is back.
+	SubscribeBroadcasts(ctx context.Context) (Subscription, error)
+}
+
+// Subscription receives the messages published on one session's bus, or
+// on the broadcast bus (Broadcaster).
 type Subscription interface {
 	// Messages delivers published messages in order; it is closed when the
 	// subscription is closed or the session is terminated.

@@ -21,6 +21,9 @@ type busConfig struct {
 	opTimeout  time.Duration
 	// notLive returns those of the ids whose session is not live.
 	notLive func(ctx context.Context, ids []string) ([]string, error)
+	// broadcast is the broadcast bus's channel (broadcast.go): not a
+	// session's, so the re-checks leave it alone and no frame ends it.
+	broadcast string
 }
 
 // bus multiplexes a Store's subscriptions over one pub/sub connection,
@@ -204,7 +207,8 @@ func (b *bus) close() {
 	}
 }
 
-// subscription is a local subscription to a session's channel.
+// subscription is a local subscription to a session's channel (or a
+// topic of it), or to the broadcast channel.
 type subscription struct {
 	b      *bus
 	st     *chanState

@@ -201,7 +201,9 @@ func (b *bus) confirmLocked(name string) {
 // without blocking: a subscription whose buffer is full misses the message.
 func (b *bus) route(name, payload string) {
 	if payload == frameTerminate {
-		b.end(name)
+		if name != b.broadcast { // a broadcast ends with its subscription only
+			b.end(name)
+		}
 		return
 	}
 	data, ok := strings.CutPrefix(payload, frameData)
@@ -230,6 +232,9 @@ func (b *bus) recheck() {
 	b.mu.Lock()
 	names := make(map[string][]string, len(b.chans)) // session id -> its channels (topics included)
 	for name := range b.chans {
+		if name == b.broadcast {
+			continue // no session's: it lives until closed
+		}
 		id, _, _ := strings.Cut(strings.TrimPrefix(name, b.prefix), " ")
 		names[id] = append(names[id], name)
 	}

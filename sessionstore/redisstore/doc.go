@@ -28,7 +28,9 @@
 // for a session go to the pub/sub channel P+"bus:"+id, where a termination
 // is broadcast too, and those for one topic of it to P+"bus:"+id+" "+topic
 // (a space never occurs in a session id); Publish and PublishTopic report
-// ErrNoSubscribers when Redis counted no subscriber; P+"wake:"+random is a Store's private channel for
+// ErrNoSubscribers when Redis counted no subscriber; P+"broadcast" is the
+// channel of broadcasts (sessionstore.Broadcaster), shared by every Store
+// under the prefix; P+"wake:"+random is a Store's private channel for
 // waking its own dispatcher. Every operation on records and leases is one
 // command or one Lua script, so each is atomic; times are the server's
 // (TIME).
@@ -59,6 +61,14 @@
 // subscriptions to sessions that ended meanwhile, so a missed termination
 // closes them late, not never. A subscription to a session that expires is
 // closed by that check, or at once when this Store finds the session gone.
+//
+// Broadcasts (PublishBroadcast, SubscribeBroadcasts) ride the same
+// connection and dispatcher, on the channel P+"broadcast", subscribed once
+// per Store however many local broadcast subscriptions it has, with the
+// same buffer, drops (counted in Dropped) and ordering. They belong to no
+// session: the checks leave them alone, and they end only on Close or
+// with the Store. After an outage the channel is resubscribed like every
+// other; what was published meanwhile is lost for this Store.
 //
 // # Failures
 //

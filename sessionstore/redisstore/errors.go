@@ -16,7 +16,8 @@ import (
 // also wraps the underlying cause.
 var ErrUnavailable = errors.New("redisstore: redis is unavailable")
 
-// ErrClosed is returned by Subscribe on a closed Store.
+// ErrClosed is returned by Subscribe, SubscribeTopic and SubscribeBroadcasts
+// on a closed Store.
 var ErrClosed = errors.New("redisstore: store is closed")
 
 // Redis error replies that mean "not now" rather than "wrong".

@@ -88,6 +88,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	s.bus = newBus(client, busConfig{
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",
+		broadcast:  opts.Prefix + "broadcast",
 		buffer:     opts.BusBuffer,
 		interval:   opts.CheckInterval,
 		opTimeout:  opts.OpTimeout,
@@ -106,8 +107,9 @@ func (s *Store) Close() error {
 }
 
 // Dropped reports how many messages this Store's bus has dropped because a
-// subscription's buffer was full. Publish cannot report those (see the
-// package documentation).
+// subscription's buffer was full: session, topic and broadcast
+// subscriptions alike. Publish and PublishBroadcast cannot report those
+// (see the package documentation).
 func (s *Store) Dropped() uint64 { return s.bus.dropped.Load() }
 
 // The key layout; the Lua prune helper builds the first two itself.
