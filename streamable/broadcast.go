@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
 
 // What mcp-go broadcasts (MCPServer.SendNotificationToAllClients: list
@@ -156,8 +159,22 @@ func (h *Handler) stopTap() {
 	<-t.done
 }
 
-// broadcast delivers one broadcast mcp-go raised here to this process's
+// broadcast delivers one broadcast mcp-go raised here: to every replica
+// through the store (broadcast_cluster.go), or alone to this process's
 // listen streams.
 func (h *Handler) broadcast(n mcp.JSONRPCNotification) {
+	if h.clusterBcast {
+		h.publishBroadcast(h.cfg.Store.(sessionstore.Broadcaster), n)
+		return
+	}
 	h.listens.offer(n)
+}
+
+// IsBroadcastTap reports whether cs is the session lifeline registers with
+// the MCPServer to receive its broadcasts (for listen streams, and for
+// other replicas), rather than a client's: an OnRegisterSession hook that
+// keeps clients' sessions skips it.
+func IsBroadcastTap(cs server.ClientSession) bool {
+	_, ok := cs.(*broadcastTap)
+	return ok
 }

@@ -29,6 +29,9 @@ func slowSendCluster(t *testing.T) (*cluster, []string, []chan server.ClientSess
 		mu.Unlock()
 		hooks := &server.Hooks{}
 		hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
+			if streamable.IsBroadcastTap(cs) {
+				return
+			}
 			select {
 			case ch <- cs:
 			default:

@@ -40,6 +40,7 @@ const (
 // and store, on its own loopback listener.
 type replica struct {
 	name  string
+	mcp   *server.MCPServer
 	h     *streamable.Handler
 	ts    *httptest.Server
 	store *redisstore.Store
@@ -109,7 +110,7 @@ func (c *cluster) start(name string, cfg streamable.Config, opts redisstore.Opti
 		f(mcpServer)
 	}
 	h := streamable.New(mcpServer, cfg)
-	r := &replica{name: name, h: h, ts: httptest.NewServer(h), store: store}
+	r := &replica{name: name, mcp: mcpServer, h: h, ts: httptest.NewServer(h), store: store}
 	c.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()

@@ -38,18 +38,22 @@ const (
 // Handler is the transport. Create it with New; it is safe for concurrent
 // use. Shutdown (or Close) stops it and joins its goroutines.
 type Handler struct {
-	mcp       *server.MCPServer
-	cfg       Config
-	log       *slog.Logger
-	sched     *heartbeat.Scheduler // nil when heartbeats are disabled
-	versions  []string             // the protocol versions served, newest first
-	listens   listenSet            // open subscriptions/listen streams (listen.go)
-	tapOnce   sync.Once
-	tap       *broadcastTap // guarded by mu; set once (broadcast.go)
-	bodyReads bodyReads     // POST bodies being read (body.go)
-	holder    string        // names this handler in stream leases
-	shared    bool          // the store is shared with other replicas (cluster.go)
-	callBase  int64         // first server-to-client request id of each session
+	mcp      *server.MCPServer
+	cfg      Config
+	log      *slog.Logger
+	sched    *heartbeat.Scheduler // nil when heartbeats are disabled
+	versions []string             // the protocol versions served, newest first
+	listens  listenSet            // open subscriptions/listen streams (listen.go)
+	tapOnce  sync.Once
+	tap      *broadcastTap // guarded by mu; set once (broadcast.go)
+	// With broadcasts across replicas (broadcast_cluster.go), set by New.
+	clusterBcast bool
+	bcastSub     sessionstore.Subscription
+	bcastDone    chan struct{}
+	bodyReads    bodyReads // POST bodies being read (body.go)
+	holder       string    // names this handler in stream leases
+	shared       bool      // the store is shared with other replicas (cluster.go)
+	callBase     int64     // first server-to-client request id of each session
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -96,6 +100,12 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		h.sched = heartbeat.NewScheduler(cfg.Clock)
 	}
 	h.versions = slices.Clone(mcp.ValidProtocolVersions)
+	if b := h.clusterBroadcaster(); b != nil {
+		h.startBroadcastListener(b)
+		if h.clusterBcast {
+			h.ensureTap()
+		}
+	}
 	if cfg.IdleTTL > 0 || h.shared {
 		go h.sweep()
 	} else {

@@ -71,6 +71,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 		}
 	}
 	h.stopTap()
+	h.stopBroadcastListener()
 	for _, s := range begun {
 		s.life.Lock()
 		s.finishTerminate(context.WithoutCancel(ctx), errShutdown)

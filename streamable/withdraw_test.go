@@ -24,7 +24,11 @@ import (
 func sessionsOf(got chan<- server.ClientSession) func(*server.MCPServer) {
 	return func(s *server.MCPServer) {
 		hooks := &server.Hooks{}
-		hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { got <- cs })
+		hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
+			if !streamable.IsBroadcastTap(cs) {
+				got <- cs
+			}
+		})
 		server.WithHooks(hooks)(s)
 		s.EnableSampling()
 	}

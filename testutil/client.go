@@ -27,6 +27,9 @@ type Client struct {
 	SessionID string
 	// ProtocolVersion is sent as MCP-Protocol-Version when not empty.
 	ProtocolVersion string
+	// Header, when set, is added to every request (after the headers
+	// above): Mcp-Method for a 2026-07-28 request, say.
+	Header map[string]string
 
 	nextID atomic.Int64
 }
@@ -82,6 +85,9 @@ func (c *Client) NewRequest(ctx context.Context, method string, body []byte) (*h
 	}
 	if c.ProtocolVersion != "" {
 		req.Header.Set("MCP-Protocol-Version", c.ProtocolVersion)
+	}
+	for k, v := range c.Header {
+		req.Header.Set(k, v)
 	}
 	return req, nil
 }
