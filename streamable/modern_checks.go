@@ -25,11 +25,12 @@ import (
 func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *failure {
 	switch {
 	case era.header == "":
-		return errModernHeader("the " + mcp.HeaderProtocolVersion + " header is required on every request of protocol version 2026-07-28 and later")
+		return errModernHeader("the MCP-Protocol-Version header is required on every request of protocol version 2026-07-28 and later")
 	case era.meta == "":
-		return errModernMeta("params._meta must carry " + mcp.MetaKeyProtocolVersion + " on every request of protocol version 2026-07-28 and later")
+		return errModernMeta("the MCP-Protocol-Version header names " + era.header +
+			", of the protocol from 2026-07-28 on, whose every request carries its version in params._meta " + mcp.MetaKeyProtocolVersion + ": this one does not")
 	case era.header != era.meta:
-		return errModernHeader("the " + mcp.HeaderProtocolVersion + " header (" + era.header + ") does not match params._meta " +
+		return errModernHeader("the MCP-Protocol-Version header (" + era.header + ") does not match params._meta " +
 			mcp.MetaKeyProtocolVersion + " (" + era.meta + ")")
 	case !slices.Contains(h.versions, era.meta):
 		return errModernVersion(era.meta, h.versions)
