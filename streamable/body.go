@@ -159,3 +159,29 @@ func (b *bodyReads) close() {
 		_ = http.NewResponseController(read.w).SetReadDeadline(time.Unix(1, 0))
 	}
 }
+
+// refuseWithID answers f to a POST refused for its headers, echoing the id
+// of the message in its body when the body arrives at once: it is read
+// for at most idPeekTimeout (and MaxBodyBytes), so that a client trickling
+// its body cannot hold the handler; one not read whole in that time is
+// answered with a null id, and the connection closed.
+func (h *Handler) refuseWithID(w http.ResponseWriter, r *http.Request, f *failure) {
+	if r.ContentLength == 0 || r.ContentLength > h.cfg.MaxBodyBytes {
+		refuse(w, r, f)
+		return
+	}
+	if !h.bodyReads.begin(w, r, idPeekTimeout) {
+		refuse(w, r, f)
+		return
+	}
+	body, err := h.readLimited(w, r, h.cfg.MaxBodyBytes)
+	interrupted := h.bodyReads.end(w, r, err == nil)
+	if err != nil || interrupted || int64(len(body)) > h.cfg.MaxBodyBytes {
+		writeFailure(w, f.closing())
+		return
+	}
+	writeFailure(w, f.forRequest(itemID(body)))
+}
+
+// idPeekTimeout bounds how long refuseWithID waits for a body.
+const idPeekTimeout = 100 * time.Millisecond

@@ -13,11 +13,11 @@ import (
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		refuse(w, r, errNotAcceptablePost())
+		h.refuseWithID(w, r, errNotAcceptablePost())
 		return
 	}
 	if !isJSONContent(r) {
-		refuse(w, r, errContentType(r.Header.Get("Content-Type")))
+		h.refuseWithID(w, r, errContentType(r.Header.Get("Content-Type")))
 		return
 	}
 	body, f := h.readBody(w, r)

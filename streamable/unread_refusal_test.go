@@ -2,6 +2,7 @@ package streamable_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -48,6 +49,39 @@ func TestHeaderRefusalDoesNotWaitForTrickle(t *testing.T) {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
 			}
 			t.Logf("status %d, Connection: %q", resp.StatusCode, resp.Header.Get("Connection"))
+		})
+	}
+}
+
+// A POST refused for its headers (406, 415) whose body arrives at once
+// gets an error echoing its message's id.
+func TestHeaderRefusalEchoesTheRequestID(t *testing.T) {
+	r := newRig(t, streamable.Config{})
+	for _, tc := range []struct {
+		name, contentType, accept string
+		want                      int
+	}{
+		{"content-type", "text/plain", "application/json, text/event-stream", http.StatusUnsupportedMediaType},
+		{"accept", "application/json", "text/html", http.StatusNotAcceptable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, r.ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":42,"method":"tools/list"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", tc.contentType)
+			req.Header.Set("Accept", tc.accept)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != tc.want || string(m.ID) != "42" {
+				t.Fatalf("status %d id %s (%v); want %d echoing id 42", resp.StatusCode, m.ID, err, tc.want)
+			}
 		})
 	}
 }
