@@ -43,6 +43,8 @@ func NewServer() *server.MCPServer {
 	addContentTools(s, m)
 	addNotifyingTools(s)
 	addClientRequestTools(s)
+	addStatelessTools(s)
+	addInputRequiredTools(s)
 	addResources(s, m)
 	addPrompts(s, m)
 	return s
