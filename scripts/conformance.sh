@@ -146,7 +146,7 @@ for target in tools-call-with-logging tools-call-with-progress tools-call-with-p
       passes=$((passes + 1))
     else
       failed=1
-      sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'Error:' | head -n 5
+      sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'Error:' | head -n 5 || true
     fi
   done
   echo "== $target: $passes/$repeats runs passed"
