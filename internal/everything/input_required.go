@@ -47,13 +47,21 @@ const (
 // result once it has checked the echoed requestState.
 const StateOK = "state-ok"
 
-var (
-	needElicitation = mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
-	needSampling    = mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}
-	needRoots       = mcp.ClientCapabilities{Roots: &struct {
+// needElicitation, needSampling and needRoots are the capabilities a
+// question of each kind needs the client to have declared.
+func needElicitation() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
+}
+
+func needSampling() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}
+}
+
+func needRoots() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{Roots: &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
 	}{}}
-)
+}
 
 // inputTools holds what the multi round-trip tools share: the signer of
 // their requestStates.
@@ -98,7 +106,7 @@ func addInputRequiredTools(s *server.MCPServer) {
 }
 
 func (t inputTools) elicitation(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := streamable.RequireClientCapabilities(ctx, needElicitation); err != nil {
+	if err := streamable.RequireClientCapabilities(ctx, needElicitation()); err != nil {
 		return nil, err
 	}
 	if name, ok := acceptedString(req.Params.InputResponses, InputUserName, "name"); ok {
@@ -110,7 +118,7 @@ func (t inputTools) elicitation(ctx context.Context, req mcp.CallToolRequest) (*
 }
 
 func (t inputTools) sampling(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := streamable.RequireClientCapabilities(ctx, needSampling); err != nil {
+	if err := streamable.RequireClientCapabilities(ctx, needSampling()); err != nil {
 		return nil, err
 	}
 	if res := server.SamplingResponse(req.Params.InputResponses, InputCapital); res != nil {
@@ -122,7 +130,7 @@ func (t inputTools) sampling(ctx context.Context, req mcp.CallToolRequest) (*mcp
 }
 
 func (t inputTools) listRoots(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := streamable.RequireClientCapabilities(ctx, needRoots); err != nil {
+	if err := streamable.RequireClientCapabilities(ctx, needRoots()); err != nil {
 		return nil, err
 	}
 	if res := server.RootsResponse(req.Params.InputResponses, InputRoots); res != nil {
@@ -136,7 +144,7 @@ func (t inputTools) listRoots(ctx context.Context, req mcp.CallToolRequest) (*mc
 // A state that fails the check is an error.
 func (t inputTools) confirm(owner string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := streamable.RequireClientCapabilities(ctx, needElicitation); err != nil {
+		if err := streamable.RequireClientCapabilities(ctx, needElicitation()); err != nil {
 			return nil, err
 		}
 		ask := func() *mcp.CallToolResult {
@@ -160,7 +168,7 @@ func (t inputTools) confirm(owner string) server.ToolHandlerFunc {
 }
 
 func (t inputTools) multipleInputs(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	need := mcp.ClientCapabilities{Elicitation: needElicitation.Elicitation, Sampling: needSampling.Sampling, Roots: needRoots.Roots}
+	need := mcp.ClientCapabilities{Elicitation: needElicitation().Elicitation, Sampling: needSampling().Sampling, Roots: needRoots().Roots}
 	if err := streamable.RequireClientCapabilities(ctx, need); err != nil {
 		return nil, err
 	}
@@ -192,7 +200,7 @@ func (t inputTools) multipleInputs(ctx context.Context, req mcp.CallToolRequest)
 }
 
 func (t inputTools) multiRound(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if err := streamable.RequireClientCapabilities(ctx, needElicitation); err != nil {
+	if err := streamable.RequireClientCapabilities(ctx, needElicitation()); err != nil {
 		return nil, err
 	}
 	askStep1 := func() *mcp.CallToolResult {
@@ -269,7 +277,7 @@ func (t inputTools) capabilities(ctx context.Context, req mcp.CallToolRequest) (
 }
 
 func (t inputTools) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	if err := streamable.RequireClientCapabilities(ctx, needElicitation); err != nil {
+	if err := streamable.RequireClientCapabilities(ctx, needElicitation()); err != nil {
 		return nil, err
 	}
 	if c, ok := acceptedString(req.Params.InputResponses, InputUserContext, "context"); ok {

@@ -57,8 +57,6 @@ func newStateSigner(now func() time.Time) *stateSigner {
 	return &stateSigner{key: key, now: now}
 }
 
-var b64 = base64.RawURLEncoding
-
 // mint returns the signed requestState that carries st, valid for
 // RequestStateTTL from now.
 func (s *stateSigner) mint(st roundState) string {
@@ -68,8 +66,8 @@ func (s *stateSigner) mint(st roundState) string {
 		// A roundState holds only strings and numbers: it always encodes.
 		panic(fmt.Sprintf("everything: encode request state: %v", err))
 	}
-	body := b64.EncodeToString(payload)
-	return body + "." + b64.EncodeToString(s.sum(body))
+	body := base64.RawURLEncoding.EncodeToString(payload)
+	return body + "." + base64.RawURLEncoding.EncodeToString(s.sum(body))
 }
 
 // open checks that state is one this signer minted for owner and has not
@@ -83,11 +81,11 @@ func (s *stateSigner) open(owner, state string) (roundState, error) {
 	if !ok {
 		return roundState{}, fmt.Errorf("%w: not a state this server minted", ErrBadRequestState)
 	}
-	got, err := b64.DecodeString(sig)
+	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.sum(body)) {
 		return roundState{}, fmt.Errorf("%w: the signature does not match (the state was altered or minted elsewhere)", ErrBadRequestState)
 	}
-	payload, err := b64.DecodeString(body)
+	payload, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
 		return roundState{}, fmt.Errorf("%w: %v", ErrBadRequestState, err)
 	}

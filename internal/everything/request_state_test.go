@@ -1,6 +1,7 @@
 package everything
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -21,8 +22,8 @@ func TestStateSigner(t *testing.T) {
 	for what, bad := range map[string]string{
 		"another owner":  "", // checked below with the right state
 		"no separator":   body + sig,
-		"altered body":   b64.EncodeToString([]byte(`{"o":"tool","r":3,"e":99999999999}`)) + "." + sig,
-		"altered sig":    body + "." + b64.EncodeToString([]byte("not the signature")),
+		"altered body":   base64.RawURLEncoding.EncodeToString([]byte(`{"o":"tool","r":3,"e":99999999999}`)) + "." + sig,
+		"altered sig":    body + "." + base64.RawURLEncoding.EncodeToString([]byte("not the signature")),
 		"sig not base64": body + ".!!!",
 		"too long":       strings.Repeat("a", MaxRequestStateBytes+1),
 	} {

@@ -39,7 +39,7 @@ func addStatelessTools(s *server.MCPServer) {
 		"Needs the client's sampling capability: a client that did not declare it gets "+
 			"MissingRequiredClientCapabilityError (-32021) naming sampling."),
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if err := streamable.RequireClientCapabilities(ctx, needSampling); err != nil {
+			if err := streamable.RequireClientCapabilities(ctx, needSampling()); err != nil {
 				return nil, err
 			}
 			return mcp.NewToolResultText("The client declared sampling."), nil
@@ -93,7 +93,7 @@ func addStatelessTools(s *server.MCPServer) {
 // 2026-07-28 way, and greets them once the retry carries the answer.
 func streamingElicitation(s *server.MCPServer) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := streamable.RequireClientCapabilities(ctx, needElicitation); err != nil {
+		if err := streamable.RequireClientCapabilities(ctx, needElicitation()); err != nil {
 			return nil, err
 		}
 		if name, ok := acceptedString(req.Params.InputResponses, InputUserName, "name"); ok {
