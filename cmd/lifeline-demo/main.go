@@ -17,7 +17,9 @@
 // the suite can be run against lifeline:
 //
 //	go run ./cmd/lifeline-demo -everything -addr 127.0.0.1:18111
-//	npx @modelcontextprotocol/conformance server --url http://127.0.0.1:18111/mcp
+//	npx @modelcontextprotocol/conformance@0.2.0-alpha.12 server --url http://127.0.0.1:18111/mcp --suite all
+//
+// (scripts/conformance.sh runs it at every protocol version)
 package main
 
 import (

@@ -11,9 +11,14 @@
 //
 // Tools that talk back to the client (logging, progress, sampling,
 // elicitation) send on the request's own response stream, through the
-// context mcp-go hands the handler. Nothing here keeps state between
-// requests except what mcp-go and the transport keep per session (the log
-// level, resource subscriptions).
+// context mcp-go hands the handler. The test_input_required_result_* tools
+// and prompt ask the 2026-07-28 way instead (SEP-2322): an input_required
+// result, answered by the client's retry; mcp-go turns their questions into
+// server-initiated requests for clients of earlier versions. Nothing here
+// keeps state between requests except what mcp-go and the transport keep
+// per session (the log level, resource subscriptions) and the key, made
+// when the server is built, that signs the requestStates clients carry
+// between rounds.
 package everything
 
 import (
@@ -43,6 +48,8 @@ func NewServer() *server.MCPServer {
 	addContentTools(s, m)
 	addNotifyingTools(s)
 	addClientRequestTools(s)
+	addStatelessTools(s)
+	addInputRequiredTools(s)
 	addResources(s, m)
 	addPrompts(s, m)
 	return s

@@ -126,6 +126,14 @@ func TestToolsList(t *testing.T) {
 		if s["$schema"] != everything.JSONSchemaDraft202012 || defs["address"] == nil || s["additionalProperties"] != false {
 			t.Errorf("%s: 2020-12 keywords not preserved: %v", tool.Name, s)
 		}
+		// SEP-2106: composition, conditional and anchor keywords.
+		address, _ := defs["address"].(map[string]any)
+		allOf, _ := s["allOf"].([]any)
+		if len(allOf) != 1 || s["if"] == nil || s["then"] == nil || s["else"] == nil || address["$anchor"] != "addressDef" {
+			t.Errorf("%s: SEP-2106 keywords not preserved: %v", tool.Name, s)
+		} else if first, _ := allOf[0].(map[string]any); first["anyOf"] == nil {
+			t.Errorf("%s: allOf lacks its anyOf: %v", tool.Name, allOf)
+		}
 	}
 	for _, want := range []string{
 		everything.ToolSimpleText, everything.ToolImageContent, everything.ToolAudioContent,
@@ -133,6 +141,11 @@ func TestToolsList(t *testing.T) {
 		everything.ToolWithProgress, everything.ToolErrorHandling, everything.ToolSampling,
 		everything.ToolElicitation, everything.ToolElicitationSEP1034, everything.ToolElicitationSEP1330Enums,
 		everything.ToolJSONSchema202012, everything.ToolReconnection,
+		everything.ToolMissingCapability, everything.ToolStreamingElicit, everything.ToolLoggingTool,
+		everything.ToolTriggerToolChange, everything.ToolTriggerPromptChange, everything.ToolHeaderParam,
+		everything.ToolInputElicitation, everything.ToolInputSampling, everything.ToolInputListRoots,
+		everything.ToolInputRequestState, everything.ToolInputMultipleInputs, everything.ToolInputMultiRound,
+		everything.ToolInputTamperedState, everything.ToolInputCapabilities,
 	} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s; it has %v", want, names)

@@ -85,6 +85,13 @@ func samplingText(content any) string {
 	if tc, ok := mcp.AsTextContent(content); ok {
 		return tc.Text
 	}
+	// An answer decoded from JSON (a multi round-trip inputResponse) holds
+	// its content as a map.
+	if m, ok := content.(map[string]any); ok && m["type"] == "text" {
+		if text, ok := m["text"].(string); ok {
+			return text
+		}
+	}
 	var parts []string
 	if blocks, ok := content.([]mcp.Content); ok {
 		for _, b := range blocks {

@@ -34,12 +34,14 @@ const JSONSchemaDraft202012 = "https://json-schema.org/draft/2020-12/schema"
 
 // jsonSchema202012Input is json_schema_2020_12_tool's input schema. It is
 // served as raw JSON so that the 2020-12 keywords ($schema, $defs, $ref,
-// additionalProperties) reach the client exactly as written.
+// $anchor, additionalProperties, and the allOf/anyOf and if/then/else that
+// SEP-2106 adds) reach the client exactly as written.
 const jsonSchema202012Input = `{
 	"$schema": "` + JSONSchemaDraft202012 + `",
 	"type": "object",
 	"$defs": {
 		"address": {
+			"$anchor": "addressDef",
 			"type": "object",
 			"properties": {
 				"street": {"type": "string"},
@@ -49,8 +51,15 @@ const jsonSchema202012Input = `{
 	},
 	"properties": {
 		"name": {"type": "string"},
-		"address": {"$ref": "#/$defs/address"}
+		"address": {"$ref": "#/$defs/address"},
+		"contactMethod": {"type": "string", "enum": ["phone", "email"]},
+		"phone": {"type": "string"},
+		"email": {"type": "string"}
 	},
+	"allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+	"if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+	"then": {"required": ["phone"]},
+	"else": {"required": ["email"]},
 	"additionalProperties": false
 }`
 

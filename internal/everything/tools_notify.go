@@ -44,7 +44,7 @@ func addNotifyingTools(s *server.MCPServer) {
 	s.AddTool(newTool(ToolWithLogging,
 		"Sends three info-level log notifications during the call, "+
 			fmt.Sprint(StepDelay)+" apart (subject to logging/setLevel), then returns."),
-		withLogging(s))
+		withLogging(s, ToolWithLogging))
 	s.AddTool(newTool(ToolWithProgress,
 		"Reports progress 0, 50 and 100 of 100, "+fmt.Sprint(StepDelay)+
 			" apart, when the call carries a progress token, then returns."),
@@ -58,21 +58,23 @@ func addNotifyingTools(s *server.MCPServer) {
 		})
 }
 
-func withLogging(s *server.MCPServer) server.ToolHandlerFunc {
+// withLogging returns the handler of the tool name that sends the three log
+// messages.
+func withLogging(s *server.MCPServer, name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		msgs := logMessages()
 		for i, msg := range msgs {
 			if i > 0 {
 				if err := pause(ctx, StepDelay); err != nil {
-					return nil, fmt.Errorf("%s cancelled before message %d: %w", ToolWithLogging, i+1, err)
+					return nil, fmt.Errorf("%s cancelled before message %d: %w", name, i+1, err)
 				}
 			}
 			// A refused send (the client stopped reading) ends the request on
 			// the transport's side; there is nothing more to do here.
 			_ = s.SendLogMessageToClient(ctx,
-				mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, ToolWithLogging, msg))
+				mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, name, msg))
 		}
-		return mcp.NewToolResultText(fmt.Sprintf("%s sent %d log messages", ToolWithLogging, len(msgs))), nil
+		return mcp.NewToolResultText(fmt.Sprintf("%s sent %d log messages", name, len(msgs))), nil
 	}
 }
 
