@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -195,4 +197,42 @@ func TestListenStreamsCapped(t *testing.T) {
 	if m := l.next(t); m.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("after a stream ended, a listen got %s", m.Method)
 	}
+}
+
+// A listen stream whose client stops reading is cut off within the write
+// timeout once its writes block, and its goroutines are released: nothing
+// it was sent grows without bound meanwhile (identical updates coalesce).
+func TestListenStreamStalledReaderReleased(t *testing.T) {
+	r := newRig(t, streamable.Config{WriteTimeout: 200 * time.Millisecond}, func(s *server.MCPServer) {
+		server.WithResourceCapabilities(true, true)(s)
+		s.AddResourceTemplate(mcp.NewResourceTemplate("test://big/{id}", "big"),
+			func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) { return nil, nil })
+	})
+	ctx := testutil.Context(t, wait)
+	pad := strings.Repeat("p", 2000)
+	var uris []string
+	for i := range 1000 {
+		uris = append(uris, fmt.Sprintf("test://big/%d%s", i, pad))
+	}
+	body := modernMsg("S", "subscriptions/listen", map[string]any{"notifications": map[string]any{"resourceSubscriptions": uris}}, nil)
+	sr, err := testutil.DialStalled(ctx, r.ts.URL, http.MethodPost, map[string]string{
+		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": mcp.ProtocolVersion20260728, "Mcp-Method": "subscriptions/listen",
+	}, string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	testutil.Eventually(t, wait, "the listen stream to open", func() bool { return r.h.Stats().ListenStreams == 1 })
+	// About 2 MB per round, far more than the socket buffers hold; the
+	// broadcasts never wait for the stalled stream.
+	for round := 0; round < 20 && r.h.Stats().ListenStreams == 1; round++ {
+		for _, u := range uris {
+			r.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourceUpdated, map[string]any{"uri": u})
+		}
+	}
+	testutil.Eventually(t, wait, "the stalled listen stream to be cut off", func() bool {
+		st := r.h.Stats()
+		return st.ListenStreams == 0 && st.PostStreams == 0
+	})
 }
