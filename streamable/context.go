@@ -11,11 +11,10 @@ import (
 type headerKey struct{}
 
 // RequestHeader returns the HTTP headers of the request being handled, in
-// the context that tools, resources, prompts and hooks receive. mcp-go keeps
-// its own header key unexported, so under any transport but its own
-// CallToolRequest.Header stays empty (lifeline fills it only on 2026-07-28
-// requests, which mcp-go's handler serves); use this instead. It returns
-// nil outside a request served by lifeline.
+// the context that tools, resources, prompts and hooks receive, on every
+// protocol version. mcp-go keeps its own header key unexported, so under
+// any transport but its own CallToolRequest.Header stays empty; use this
+// instead. It returns nil outside a request served by lifeline.
 func RequestHeader(ctx context.Context) http.Header {
 	h, _ := ctx.Value(headerKey{}).(http.Header)
 	return h
