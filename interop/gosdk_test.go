@@ -89,7 +89,13 @@ func (g *gosdk) mustConnect(t *testing.T, ctx context.Context, tune func(*mcp.St
 
 // callText calls a tool and returns the text of its result.
 func callText(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (string, error) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	return callParams(ctx, cs, &mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+// callParams calls a tool with params and returns the text of its result.
+func callParams(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (string, error) {
+	tool := params.Name
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return "", err
 	}

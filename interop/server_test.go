@@ -43,9 +43,11 @@ const wait = 15 * time.Second
 func newMCPServer() *server.MCPServer {
 	s := server.NewMCPServer("lifeline-interop", "1.0.0",
 		server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(true),
 		server.WithLogging(),
 	)
 	s.EnableSampling()
+	addModernTools(s)
 	s.AddTool(mcp.NewTool(toolEcho,
 		mcp.WithDescription("Returns the text it is given."),
 		mcp.WithString("text", mcp.Required()),
@@ -115,8 +117,11 @@ func sample(ctx context.Context, s *server.MCPServer, req mcp.CallToolRequest) (
 // harness is the server under test: lifeline's transport on a loopback
 // httptest server, with every HTTP exchange recorded.
 type harness struct {
-	URL  string
-	H    *streamable.Handler
+	URL string
+	H   *streamable.Handler
+	// S is the MCP server behind H: tests change its tools and broadcast
+	// through it.
+	S    *server.MCPServer
 	Wire *wire
 	// HTTP is the httptest server's client; clients use it so that closing
 	// the server also closes their idle connections.
@@ -136,7 +141,8 @@ func start(t *testing.T, cfg streamable.Config) *harness {
 		}
 	})
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("src", "lifeline")
-	h := streamable.New(newMCPServer(), cfg)
+	s := newMCPServer()
+	h := streamable.New(s, cfg)
 	w := &wire{next: h}
 	srv := httptest.NewServer(w) // 127.0.0.1
 	t.Cleanup(srv.Close)
@@ -147,7 +153,7 @@ func start(t *testing.T, cfg streamable.Config) *harness {
 			t.Errorf("transport shutdown: %v", err)
 		}
 	})
-	return &harness{URL: srv.URL + "/mcp", H: h, Wire: w, HTTP: srv.Client(), Log: logs}
+	return &harness{URL: srv.URL + "/mcp", H: h, S: s, Wire: w, HTTP: srv.Client(), Log: logs}
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
@@ -196,8 +202,9 @@ func (e exchange) String() string {
 	return s + fmt.Sprintf(" session=%q version=%q -> %d", sid, e.Version, e.Status)
 }
 
-// maxRecordedBody caps what is kept of each answer.
-const maxRecordedBody = 256 << 10
+// maxRecordedBody caps what is kept of each answer: a listen stream that
+// carries a burst of 1,000 notifications fits.
+const maxRecordedBody = 1 << 20
 
 // wire records every exchange with the handler it wraps, without changing
 // what the handler sees: bodies are passed on whole, and flushes, write
