@@ -38,8 +38,10 @@ const wait = 15 * time.Second
 // newMCPServer builds the server under test: an echo tool, a tool that sends
 // a notifications/message to the caller's session (it travels on the
 // session's GET stream), a tool that asks the client for a sampling round
-// trip during the call (it travels on the call's own response), and one that
-// asks for it on the session's GET stream instead.
+// trip during the call (it travels on the call's own response), one that
+// asks for it on the session's GET stream instead, and the tools of the
+// 2026-07-28 tests (addModernTools). It declares tools and prompts
+// listChanged, so listen streams can ask for both.
 func newMCPServer() *server.MCPServer {
 	s := server.NewMCPServer("lifeline-interop", "1.0.0",
 		server.WithToolCapabilities(true),
