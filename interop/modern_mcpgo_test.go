@@ -3,6 +3,8 @@ package interop
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -118,7 +120,7 @@ func TestMCPGoModernProgress(t *testing.T) {
 	}
 	tags, err := runCalls(ctx, m.callProgress)
 	for _, ex := range h.Wire.find(func(ex exchange) bool { return ex.RPC == "tools/call" }) {
-		if !contains(ex.Request, `"io.modelcontextprotocol/logLevel":"debug"`) {
+		if !strings.Contains(ex.Request, `"io.modelcontextprotocol/logLevel":"debug"`) {
 			t.Fatalf("tools/call without the log level in _meta: %s", ex.Request)
 		}
 	}
@@ -147,7 +149,7 @@ func TestMCPGoModernListen(t *testing.T) {
 		for _, tool := range res.Tools {
 			names = append(names, tool.Name)
 		}
-		return toolNames(names, name)
+		return slices.Contains(names, name)
 	}
 	checkListen(t, h, m.notes, hasTool)
 	stop()

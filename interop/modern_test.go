@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +200,9 @@ func checkModernWire(t *testing.T, h *harness) []exchange {
 		if ex.Version != modernVersion || ex.SessionID != "" || ex.Method != http.MethodPost || ex.RPC == "initialize" {
 			t.Fatalf("exchange %v: want a POST with MCP-Protocol-Version %s and no Mcp-Session-Id", ex, modernVersion)
 		}
+		if ex.AnsweredSessionID != "" {
+			t.Fatalf("exchange %v answered with Mcp-Session-Id %s", ex, ex.AnsweredSessionID)
+		}
 	}
 	if h.H.Stats().Sessions != 0 {
 		t.Fatalf("%d sessions on the sessionless protocol", h.H.Stats().Sessions)
@@ -234,10 +236,12 @@ func checkProgressRun(t *testing.T, h *harness, n *notes, tags []string, runErr 
 		wireProgress, len(tags)*progressSteps, wireLogs, len(tags)*logLines, l)
 	if l.callsShort != 0 || l.extra != 0 {
 		t.Errorf("notifications lost: %v", l)
-		short := strings.SplitN(l.examples[0], ":", 2)[0]
-		for _, ex := range exs {
-			if ex.RPC == "tools/call" && strings.Contains(ex.Request, `"tag":"`+short+`"`) {
-				t.Logf("the answer to %s (%s):\n%s", short, ex, ex.Body)
+		if len(l.examples) > 0 {
+			short, _, _ := strings.Cut(l.examples[0], ":")
+			for _, ex := range exs {
+				if ex.RPC == "tools/call" && strings.Contains(ex.Request, `"tag":"`+short+`"`) {
+					t.Logf("the answer to %s (%s):\n%s", short, ex, ex.Body)
+				}
 			}
 		}
 	}
@@ -392,8 +396,3 @@ func checkAskWire(t *testing.T, h *harness) {
 	}
 	t.Logf("round 1: %s\n  -> %s\nround 2: %s\n  -> %s", first.Request, first.Body, retry.Request, retry.Body)
 }
-
-// toolNames is a helper for hasTool functions.
-func toolNames(names []string, name string) bool { return slices.Contains(names, name) }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -186,7 +186,9 @@ type exchange struct {
 	RPCID     string // JSON-RPC id POSTed
 	Request   string // the POSTed body
 	Status    int    // 0 until the answer's header is written
-	Body      string // what was written in answer so far (capped)
+	// AnsweredSessionID is the Mcp-Session-Id header of the answer.
+	AnsweredSessionID string
+	Body              string // what was written in answer so far (capped)
 }
 
 func (e exchange) String() string {
@@ -296,6 +298,7 @@ func (rw *recordingWriter) status(code int) {
 	rw.w.mu.Lock()
 	if rw.ex.Status == 0 {
 		rw.ex.Status = code
+		rw.ex.AnsweredSessionID = rw.ResponseWriter.Header().Get("Mcp-Session-Id")
 	}
 	rw.w.mu.Unlock()
 }
