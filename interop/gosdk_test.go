@@ -21,8 +21,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // pinnedVersion is the protocol version the Go SDK client is told to ask
-// for: lifeline serves 2025-11-25 and older, and the client's default is
-// 2026-07-28 (see TestGoSDKDefaultVersion).
+// for in the session tests: the client's default is 2026-07-28, which has
+// no session (see TestGoSDKDefaultVersion and modern_gosdk_test.go).
 const pinnedVersion = "2025-11-25"
 
 // gosdk is an official Go SDK client with the handlers the tests observe.
@@ -89,7 +89,13 @@ func (g *gosdk) mustConnect(t *testing.T, ctx context.Context, tune func(*mcp.St
 
 // callText calls a tool and returns the text of its result.
 func callText(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (string, error) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	return callParams(ctx, cs, &mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+// callParams calls a tool with params and returns the text of its result.
+func callParams(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) (string, error) {
+	tool := params.Name
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return "", err
 	}
@@ -258,9 +264,8 @@ func TestGoSDKClientSession(t *testing.T) {
 }
 
 // Without a pinned version the client asks for its default, 2026-07-28, by
-// POSTing server/discover first. lifeline serves that version (delegating
-// to mcp-go's handler), so the client runs sessionless: no Mcp-Session-Id,
-// no GET stream.
+// POSTing server/discover first. lifeline serves that version, so the
+// client runs sessionless: no Mcp-Session-Id, no GET stream.
 func TestGoSDKDefaultVersion(t *testing.T) {
 	h := start(t, streamable.Config{})
 	ctx := testutil.Context(t, 2*wait)

@@ -38,14 +38,18 @@ const wait = 15 * time.Second
 // newMCPServer builds the server under test: an echo tool, a tool that sends
 // a notifications/message to the caller's session (it travels on the
 // session's GET stream), a tool that asks the client for a sampling round
-// trip during the call (it travels on the call's own response), and one that
-// asks for it on the session's GET stream instead.
+// trip during the call (it travels on the call's own response), one that
+// asks for it on the session's GET stream instead, and the tools of the
+// 2026-07-28 tests (addModernTools). It declares tools and prompts
+// listChanged, so listen streams can ask for both.
 func newMCPServer() *server.MCPServer {
 	s := server.NewMCPServer("lifeline-interop", "1.0.0",
 		server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(true),
 		server.WithLogging(),
 	)
 	s.EnableSampling()
+	addModernTools(s)
 	s.AddTool(mcp.NewTool(toolEcho,
 		mcp.WithDescription("Returns the text it is given."),
 		mcp.WithString("text", mcp.Required()),
@@ -115,8 +119,11 @@ func sample(ctx context.Context, s *server.MCPServer, req mcp.CallToolRequest) (
 // harness is the server under test: lifeline's transport on a loopback
 // httptest server, with every HTTP exchange recorded.
 type harness struct {
-	URL  string
-	H    *streamable.Handler
+	URL string
+	H   *streamable.Handler
+	// S is the MCP server behind H: tests change its tools and broadcast
+	// through it.
+	S    *server.MCPServer
 	Wire *wire
 	// HTTP is the httptest server's client; clients use it so that closing
 	// the server also closes their idle connections.
@@ -136,7 +143,8 @@ func start(t *testing.T, cfg streamable.Config) *harness {
 		}
 	})
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("src", "lifeline")
-	h := streamable.New(newMCPServer(), cfg)
+	s := newMCPServer()
+	h := streamable.New(s, cfg)
 	w := &wire{next: h}
 	srv := httptest.NewServer(w) // 127.0.0.1
 	t.Cleanup(srv.Close)
@@ -147,7 +155,7 @@ func start(t *testing.T, cfg streamable.Config) *harness {
 			t.Errorf("transport shutdown: %v", err)
 		}
 	})
-	return &harness{URL: srv.URL + "/mcp", H: h, Wire: w, HTTP: srv.Client(), Log: logs}
+	return &harness{URL: srv.URL + "/mcp", H: h, S: s, Wire: w, HTTP: srv.Client(), Log: logs}
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
@@ -178,7 +186,9 @@ type exchange struct {
 	RPCID     string // JSON-RPC id POSTed
 	Request   string // the POSTed body
 	Status    int    // 0 until the answer's header is written
-	Body      string // what was written in answer so far (capped)
+	// AnsweredSessionID is the Mcp-Session-Id header of the answer.
+	AnsweredSessionID string
+	Body              string // what was written in answer so far (capped)
 }
 
 func (e exchange) String() string {
@@ -196,8 +206,9 @@ func (e exchange) String() string {
 	return s + fmt.Sprintf(" session=%q version=%q -> %d", sid, e.Version, e.Status)
 }
 
-// maxRecordedBody caps what is kept of each answer.
-const maxRecordedBody = 256 << 10
+// maxRecordedBody caps what is kept of each answer: a listen stream that
+// carries a burst of 1,000 notifications fits.
+const maxRecordedBody = 1 << 20
 
 // wire records every exchange with the handler it wraps, without changing
 // what the handler sees: bodies are passed on whole, and flushes, write
@@ -287,6 +298,7 @@ func (rw *recordingWriter) status(code int) {
 	rw.w.mu.Lock()
 	if rw.ex.Status == 0 {
 		rw.ex.Status = code
+		rw.ex.AnsweredSessionID = rw.ResponseWriter.Header().Get("Mcp-Session-Id")
 	}
 	rw.w.mu.Unlock()
 }
