@@ -2,13 +2,17 @@ package streamable_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
@@ -163,5 +167,62 @@ func TestReview11_ShuttingDownRefusalEchoesID(t *testing.T) {
 	}
 	if id, _, msg, _ := rpcErrorOf(t, resp); id != "77" {
 		t.Fatalf("503 while shutting down (%s) echoes id %s, want 77", msg, id)
+	}
+}
+
+// blockedPublishStore is a redisstore.Store whose PublishBroadcast blocks
+// until release is closed or its context ends (a store that hangs, as
+// Redis does when it is unreachable), after signalling entered once.
+type blockedPublishStore struct {
+	*redisstore.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s blockedPublishStore) PublishBroadcast(ctx context.Context, msg []byte) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.PublishBroadcast(ctx, msg)
+}
+
+// Shutdown is not bounded by its context while the broadcast tap's
+// goroutine is publishing: stopTap (broadcast.go) waits for the goroutine
+// with no deadline, and the goroutine's PublishBroadcast runs under
+// CleanupTimeout (5 s by default), not Shutdown's ctx; then, with
+// broadcasts still queued, run's select may take another before it sees
+// stop. So a replica whose store hangs keeps Shutdown(ctx of 200 ms) for
+// up to CleanupTimeout (here 1 minute) per queued broadcast.
+func TestReview11_ShutdownNotBoundedByBlockedBroadcastPublish(t *testing.T) {
+	c := &cluster{t: t, redis: testutil.StartRedisServer(t)}
+	blocked := blockedPublishStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(blocked.release) }) }
+	t.Cleanup(release)
+	c.wrap = func(name string, s sessionstore.Store) sessionstore.Store {
+		blocked.Store = s.(*redisstore.Store)
+		return blocked
+	}
+	r := c.start("A", streamable.Config{HeartbeatInterval: clusterHeartbeat, CleanupTimeout: time.Minute}, redisstore.Options{Prefix: "t" + rand.Text()[:8] + ":"})
+	r.mcp.SendNotificationToAllClients("notifications/tools/list_changed", nil)
+	<-blocked.entered
+	down := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		down <- r.h.Shutdown(ctx)
+	}()
+	select {
+	case <-down:
+	case <-time.After(wait):
+		release()
+		<-down
+		t.Fatalf("Shutdown with a 200 ms context had not returned after %v: it waits for the tap's blocked publish", wait)
 	}
 }
