@@ -530,3 +530,31 @@ func TestAccept11_ClusterBroadcastAnyReplicaOnce(t *testing.T) {
 		t.Fatalf("listen stream got %v", got)
 	}
 }
+
+// Nothing goes before a listen stream's acknowledgement, and nothing
+// untagged after it: only the feed is held until the acknowledgement is
+// out (post_writer.go ackedFeed); a notification the request itself sends
+// (here a hook logging every request to its client, as an application's
+// middleware may) is written as it comes, before the acknowledgement and
+// without the subscription id, although a listen stream carries only the
+// acknowledgement, what the filter asks for, and the final result.
+func TestReview11_ListenRequestNotificationBeforeAck(t *testing.T) {
+	var srv *server.MCPServer
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		srv = s
+		markerFilterSetup(s)
+		hooks := &server.Hooks{}
+		hooks.AddBeforeAny(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any) {
+			_ = srv.SendNotificationToClient(ctx, "notifications/message",
+				map[string]any{"level": "info", "data": "handling " + string(method)})
+		})
+		server.WithHooks(hooks)(s)
+	})
+	ctx := testutil.Context(t, wait)
+	l := r.openListen(ctx, t, "L", map[string]any{"toolsListChanged": true})
+	first := l.next(t)
+	if first.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first message on the listen stream: %s %s (tagged %s), want the acknowledgement",
+			first.Method, first.Params, subscriptionID(t, first))
+	}
+}
