@@ -558,3 +558,37 @@ func TestReview11_ListenRequestNotificationBeforeAck(t *testing.T) {
 			first.Method, first.Params, subscriptionID(t, first))
 	}
 }
+
+// A replica started while the store is unreachable never joins the
+// broadcast bus: New tries SubscribeBroadcasts once (startBroadcastListener)
+// and, on failure, leaves clusterBcast false for the Handler's life, with
+// no retry once the store is back. A broadcast raised on another replica
+// then never reaches that replica's listen streams (nor the GET streams it
+// holds: the other replicas' sessions report an active empty filter, so
+// mcp-go skips them, and the broadcast goes over a bus the replica does not
+// listen to). (New also blocks for CleanupTimeout meanwhile.)
+func TestReview11_ReplicaStartedDuringOutageNeverGetsBroadcasts(t *testing.T) {
+	c := &cluster{t: t, redis: testutil.StartRedisServer(t), setup: []func(*server.MCPServer){markerFilterSetup}}
+	prefix := "t" + rand.Text()[:8] + ":"
+	c.replicas = append(c.replicas, c.start("A", streamable.Config{HeartbeatInterval: clusterHeartbeat}, redisstore.Options{Prefix: prefix}))
+	resume := c.pauseRedis()
+	c.replicas = append(c.replicas, c.start("D", streamable.Config{HeartbeatInterval: clusterHeartbeat, CleanupTimeout: 300 * time.Millisecond},
+		redisstore.Options{Prefix: prefix}))
+	resume()
+	// The store is back: a session works on D, so D uses it again.
+	c.session(1)
+	listen := openListenOn(t, c.replicas[1].ts.URL, "D1", map[string]any{"toolsListChanged": true})
+	control := openListenOn(t, c.replicas[0].ts.URL, "A1", map[string]any{"toolsListChanged": true})
+	c.replicas[0].mcp.SendNotificationToAllClients("notifications/tools/list_changed", map[string]any{"from": "A"})
+	if m, err := control.NextMatching(testutil.Context(t, wait), func(m testutil.Message) bool { return m.IsNotification() }); err != nil ||
+		m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("A's own listen stream: %s (%v)", m.Method, err) // the bus works for A
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if m, err := listen.NextMatching(ctx, func(m testutil.Message) bool { return m.IsNotification() }); err != nil {
+		t.Fatalf("a broadcast raised on A after the store came back never reached D's listen stream: %v", err)
+	} else if m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("D's listen stream got %s", m.Method)
+	}
+}
