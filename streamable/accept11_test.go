@@ -256,3 +256,22 @@ func TestAccept11_ClusterBroadcastAnyReplicaOnce(t *testing.T) {
 		t.Fatalf("listen stream got %v", got)
 	}
 }
+
+// Alone, a broadcast's large integer reaches a session's GET stream exact
+// (compare TestReview11_ClusterBroadcastKeepsLargeIntegers).
+func TestAccept11_SingleReplicaBroadcastKeepsLargeIntegers(t *testing.T) {
+	r := newRig(t, streamable.Config{}, markerFilterSetup)
+	cl := r.session()
+	get := r.stream(cl)
+	r.mcp.SendNotificationToAllClients("custom/big", map[string]any{"n": int64(1<<53 + 1)})
+	m, err := get.NextMatching(testutil.Context(t, wait), func(m testutil.Message) bool { return m.Method == "custom/big" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		N json.RawMessage `json:"n"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil || string(p.N) != "9007199254740993" {
+		t.Fatalf("n arrived as %s (%v)", p.N, err)
+	}
+}

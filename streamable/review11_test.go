@@ -356,3 +356,29 @@ func TestReview11_ReplicaStartedDuringOutageNeverGetsBroadcasts(t *testing.T) {
 		t.Fatalf("D's listen stream got %s", m.Method)
 	}
 }
+
+// With replicas, every broadcast is re-decoded from the bus into
+// map[string]any (listenBroadcasts: json.Unmarshal into
+// mcp.JSONRPCNotification), so an integer parameter beyond 2^53 reaches
+// clients rounded (a float64), on every replica, the raising one included;
+// alone, the same broadcast reaches the client exact.
+func TestReview11_ClusterBroadcastKeepsLargeIntegers(t *testing.T) {
+	c := newClusterTB(t, streamable.Config{}, redisstore.Options{}, markerFilterSetup)
+	cl := c.session(0)
+	get := c.stream(c.client(0, cl))
+	const big int64 = 1<<53 + 1 // 9007199254740993
+	c.replicas[0].mcp.SendNotificationToAllClients("custom/big", map[string]any{"n": big})
+	m, err := get.NextMatching(testutil.Context(t, wait), func(m testutil.Message) bool { return m.Method == "custom/big" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		N json.RawMessage `json:"n"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatal(err)
+	}
+	if string(p.N) != "9007199254740993" {
+		t.Fatalf("the broadcast's n arrived as %s, want 9007199254740993", p.N)
+	}
+}
