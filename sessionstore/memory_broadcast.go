@@ -57,6 +57,10 @@ func (m *Memory) SubscribeBroadcasts(context.Context) (Subscription, error) {
 // PublishTopic report their own drops to the caller, as ErrBusFull.
 func (m *Memory) Dropped() uint64 { return m.bcast.dropped.Load() }
 
+// BroadcastsDropped implements BroadcastDropCounter: the same count as
+// Dropped.
+func (m *Memory) BroadcastsDropped() uint64 { return m.bcast.dropped.Load() }
+
 type memoryBroadcastSub struct {
 	b      *memoryBroadcast
 	ch     chan []byte

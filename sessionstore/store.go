@@ -151,6 +151,13 @@ type Broadcaster interface {
 	SubscribeBroadcasts(ctx context.Context) (Subscription, error)
 }
 
+// BroadcastDropCounter is implemented by a Broadcaster that counts the
+// broadcasts its subscriptions missed because their buffer was full.
+type BroadcastDropCounter interface {
+	// BroadcastsDropped reports how many broadcasts were missed so far.
+	BroadcastsDropped() uint64
+}
+
 // Subscription receives the messages published on one session's bus, or
 // on the broadcast bus (Broadcaster).
 type Subscription interface {

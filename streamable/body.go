@@ -160,26 +160,26 @@ func (b *bodyReads) close() {
 	}
 }
 
-// refuseWithID answers f to a POST refused for its headers, echoing the id
-// of the message in its body when the body arrives at once: it is read
-// for at most idPeekTimeout (and MaxBodyBytes), so that a client trickling
-// its body cannot hold the handler; one not read whole in that time is
-// answered with a null id, and the connection closed.
+// refuseWithID answers f to a POST refused before its body was read (for
+// its headers, or because Shutdown began), echoing the id of the message
+// in its body when the body arrives at once: it is read for at most
+// idPeekTimeout (and MaxBodyBytes), under a read deadline of its own, so
+// that a client trickling its body cannot hold the handler; one not read
+// whole in that time is answered with a null id, and the connection
+// closed. Other methods are refused at once.
 func (h *Handler) refuseWithID(w http.ResponseWriter, r *http.Request, f *failure) {
-	if r.ContentLength == 0 || r.ContentLength > h.cfg.MaxBodyBytes {
+	if r.Method != http.MethodPost || r.ContentLength == 0 || r.ContentLength > h.cfg.MaxBodyBytes {
 		refuse(w, r, f)
 		return
 	}
-	if !h.bodyReads.begin(w, r, idPeekTimeout) {
-		refuse(w, r, f)
-		return
-	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(idPeekTimeout))
 	body, err := h.readLimited(w, r, h.cfg.MaxBodyBytes)
-	interrupted := h.bodyReads.end(w, r, err == nil)
-	if err != nil || interrupted || int64(len(body)) > h.cfg.MaxBodyBytes {
+	if err != nil || int64(len(body)) > h.cfg.MaxBodyBytes {
 		writeFailure(w, f.closing())
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	writeFailure(w, f.forRequest(itemID(body)))
 }
 

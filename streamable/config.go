@@ -60,8 +60,10 @@ type Config struct {
 	// IdleTTL is how long a session lives without a request or an open GET
 	// stream. Default 30 min; Disabled keeps sessions until DELETE.
 	IdleTTL time.Duration
-	// MaxSessions caps live sessions; initialize beyond it gets 503 with
-	// Retry-After. Default 10,000.
+	// MaxSessions caps live sessions (in-flight stateless requests
+	// included); initialize beyond it gets 503 with Retry-After. It also
+	// caps, separately, the 2026-07-28 requests in flight (listen streams
+	// apart: MaxListenStreams). Default 10,000.
 	MaxSessions int
 	// MaxBodyBytes caps a POST body; larger bodies get 413. Default 4 MiB.
 	MaxBodyBytes int64
@@ -141,9 +143,9 @@ type Config struct {
 	// In-flight stateless requests count toward MaxSessions.
 	Stateless bool
 	// MaxListenStreams caps the open 2026-07-28 subscriptions/listen
-	// streams; one more gets 503 with Retry-After. (Every in-flight
-	// 2026-07-28 request, listen streams included, also counts toward
-	// MaxSessions, as stateless requests do.) Default 10,000.
+	// streams; one more gets 503 with Retry-After. They do not count
+	// toward MaxSessions; other 2026-07-28 requests in flight are capped
+	// at MaxSessions apart from sessions. Default 10,000.
 	MaxListenStreams int
 	// DisableStreaming answers GET with 405: no standalone stream, so
 	// session notifications wait in the queue (and are refused when it is

@@ -57,6 +57,10 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	// Of sessions, those serving a 2026-07-28 request (not counted in
+	// MaxSessions), and of those the ones that are not listen streams
+	// (at most MaxSessions in flight).
+	modernSessions, modernRequests int
 	adopting map[string]*adoption // with replicas: copies being made (adopt.go)
 	shutting bool
 
@@ -124,7 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.isShutting() {
-		refuse(w, r, errShuttingDown())
+		h.refuseWithID(w, r, errShuttingDown())
 		return
 	}
 	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
@@ -214,8 +218,20 @@ func (h *Handler) addSession(s *session) *failure {
 	if h.shutting {
 		return errShuttingDown()
 	}
-	if len(h.sessions) >= h.cfg.MaxSessions {
-		return errTooManySessions(h.cfg.MaxSessions, DefaultRetryAfter)
+	switch {
+	case s.listen: // bounded by MaxListenStreams (listenSet.open)
+	case s.modern:
+		if h.modernRequests >= h.cfg.MaxSessions {
+			return errTooManyModernRequests(h.cfg.MaxSessions, DefaultRetryAfter)
+		}
+		h.modernRequests++
+	default:
+		if len(h.sessions)-h.modernSessions >= h.cfg.MaxSessions {
+			return errTooManySessions(h.cfg.MaxSessions, DefaultRetryAfter)
+		}
+	}
+	if s.modern {
+		h.modernSessions++
 	}
 	h.sessions[s.id] = s
 	return nil
@@ -223,8 +239,18 @@ func (h *Handler) addSession(s *session) *failure {
 
 func (h *Handler) removeSession(id string) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sessions[id]
+	if !ok {
+		return
+	}
 	delete(h.sessions, id)
-	h.mu.Unlock()
+	if s.modern {
+		h.modernSessions--
+		if !s.listen {
+			h.modernRequests--
+		}
+	}
 }
 
 func (h *Handler) snapshot() []*session {

@@ -42,6 +42,7 @@ type listenFeed struct {
 
 	mu      sync.Mutex
 	filter  mcp.SubscriptionFilter
+	uris    map[string]struct{}       // filter.ResourceSubscriptions
 	active  bool                      // mcp-go has recorded the filter
 	pending []mcp.JSONRPCNotification // oldest first
 	keys    map[string]struct{}       // coalescing keys of pending
@@ -60,6 +61,10 @@ func (f *listenFeed) setFilter(filter mcp.SubscriptionFilter) {
 	defer f.mu.Unlock()
 	f.filter = filter
 	f.active = !filter.IsEmpty()
+	f.uris = make(map[string]struct{}, len(filter.ResourceSubscriptions))
+	for _, u := range filter.ResourceSubscriptions {
+		f.uris[u] = struct{}{}
+	}
 }
 
 func (f *listenFeed) currentFilter() (mcp.SubscriptionFilter, bool) {
@@ -106,10 +111,8 @@ func (f *listenFeed) wants(n mcp.JSONRPCNotification) (string, bool) {
 		return n.Method, f.filter.ResourcesListChanged
 	case mcp.MethodNotificationResourceUpdated:
 		uri, _ := n.Params.AdditionalFields["uri"].(string)
-		for _, u := range f.filter.ResourceSubscriptions {
-			if u == uri {
-				return n.Method + "\x00" + uri, true
-			}
+		if _, ok := f.uris[uri]; ok {
+			return n.Method + "\x00" + uri, true
 		}
 	}
 	// Opt-in is absolute (SEP-2575): nothing outside the filter's

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -68,6 +69,10 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelo
 	sess.stateless, sess.modern = true, true
 	var feed *listenFeed
 	if env.Method == methodListen && len(env.ID) > 0 {
+		if f := checkListenFilter(env.Params); f != nil {
+			writeFailure(w, f.forRequest(id))
+			return
+		}
 		var f *failure
 		if feed, f = h.listens.open(env.ID, h.cfg.MaxListenStreams); f != nil {
 			writeFailure(w, f.forRequest(id))
@@ -92,4 +97,23 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelo
 		return
 	}
 	h.serveRequest(w, r, sess, env, body)
+}
+
+// checkListenFilter bounds what a listen request asks for: at most
+// MaxSubscriptionsPerSession resource subscriptions, duplicates counted
+// (mcp-go keeps the list as sent, in the filter and the acknowledgement).
+func checkListenFilter(params json.RawMessage) *failure {
+	var p struct {
+		Notifications struct {
+			ResourceSubscriptions []json.RawMessage `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil // mcp-go answers the malformed params
+	}
+	if n := len(p.Notifications.ResourceSubscriptions); n > MaxSubscriptionsPerSession {
+		return errModernMeta(fmt.Sprintf("a listen stream subscribes to at most %d resources; this one asks for %d",
+			MaxSubscriptionsPerSession, n))
+	}
+	return nil
 }

@@ -155,8 +155,15 @@ func (p *postStream) sent(msgs [][]byte) {
 // encodeNote encodes a notification the request sent; on a listen stream,
 // the acknowledgement marks the feed readable once written (the writer
 // sends it before it reads the feed).
+// A listen stream carries nothing else the request sends (a hook's log
+// message, say): only the acknowledgement, what the filter asks for, and
+// the final result.
 func (p *postStream) encodeNote(n mcp.JSONRPCNotification) []byte {
-	if p.feed != nil && n.Method == string(mcp.MethodNotificationSubscriptionsAcknowledged) {
+	if p.feed != nil {
+		if n.Method != string(mcp.MethodNotificationSubscriptionsAcknowledged) {
+			p.h.log.Debug("lifeline: a listen stream carries no notification of its own request; dropped", "method", n.Method)
+			return nil
+		}
 		p.feed.acked = true
 	}
 	return p.h.encodeNotification(p.sess.id, n)

@@ -88,19 +88,13 @@ func TestReview11_ListenFilterDuplicatesUnbounded(t *testing.T) {
 	for i := range uris {
 		uris[i] = "test://one"
 	}
-	l := r.openListen(ctx, t, "D", map[string]any{"resourceSubscriptions": uris})
-	ack := l.next(t)
-	var p struct {
-		Notifications struct {
-			ResourceSubscriptions []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
+	resp := r.modernPost(ctx, t, modernMsg("D", "subscriptions/listen",
+		map[string]any{"notifications": map[string]any{"resourceSubscriptions": uris}}, nil), nil)
+	if resp.Status != http.StatusBadRequest {
+		t.Fatalf("a listen asking for %d resource subscriptions (one distinct URI) answered %d, want 400", n, resp.Status)
 	}
-	if err := json.Unmarshal(ack.Params, &p); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(p.Notifications.ResourceSubscriptions); got > streamable.MaxSubscriptionsPerSession {
-		t.Fatalf("the listen stream holds a filter of %d resource subscriptions (one distinct URI); at most %d are allowed per session",
-			got, streamable.MaxSubscriptionsPerSession)
+	if id, code, _, _ := rpcErrorOf(t, resp); id != `"D"` || code != mcp.INVALID_PARAMS {
+		t.Fatalf("id %s code %d", id, code)
 	}
 }
 

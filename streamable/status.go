@@ -220,6 +220,11 @@ func errTooManyListenStreams(limit int, retry time.Duration) *failure {
 		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d subscriptions/listen streams; retry later", limit)}
 }
 
+func errTooManyModernRequests(limit int, retry time.Duration) *failure {
+	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
+		message: fmt.Sprintf("Service Unavailable: the server is serving its maximum of %d 2026-07-28 requests at once; retry later", limit)}
+}
+
 func errTooManySessions(limit int, retry time.Duration) *failure {
 	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d sessions; retry later", limit)}

@@ -14,7 +14,8 @@ var _ sessionstore.Broadcaster = (*Store)(nil)
 // Prefix+"broadcast". It returns once Redis has taken the message, which
 // reaches every Store under the same prefix and Redis whose pub/sub
 // connection is up; as with Publish, a subscription whose buffer
-// (Options.BusBuffer) is full misses it, counted in Dropped. Having no
+// (Options.BroadcastBuffer) is full misses it, counted in Dropped and
+// BroadcastsDropped. Having no
 // subscriber is not an error. It works on a closed Store while the client
 // is open.
 func (s *Store) PublishBroadcast(ctx context.Context, msg []byte) error {
@@ -49,3 +50,13 @@ func (s *Store) SubscribeBroadcasts(ctx context.Context) (sessionstore.Subscript
 	}
 	return sub, nil
 }
+
+// DefaultBroadcastBuffer is Options.BroadcastBuffer's default.
+const DefaultBroadcastBuffer = 4096
+
+var _ sessionstore.BroadcastDropCounter = (*Store)(nil)
+
+// BroadcastsDropped implements sessionstore.BroadcastDropCounter: how many
+// broadcasts this Store's broadcast subscriptions missed because their
+// buffer was full.
+func (s *Store) BroadcastsDropped() uint64 { return s.bus.bcastDropped.Load() }

@@ -96,12 +96,13 @@ func TestBroadcastAcrossStores(t *testing.T) {
 	}
 }
 
-// TestBroadcastFull: a subscription whose buffer (Options.BusBuffer) is
-// full misses the broadcast, which Dropped counts; the others get it.
+// TestBroadcastFull: a subscription whose buffer (Options.BroadcastBuffer)
+// is full misses the broadcast, which Dropped and BroadcastsDropped count;
+// the others get it.
 func TestBroadcastFull(t *testing.T) {
 	const buffer = 4
 	e := newEnv(t)
-	s := e.store(t, redisstore.Options{BusBuffer: buffer})
+	s := e.store(t, redisstore.Options{BroadcastBuffer: buffer})
 	slow, fast := subscribeBroadcasts(t, s), subscribeBroadcasts(t, s)
 	for i := range buffer + 1 {
 		msg := fmt.Sprintf("m%d", i)
@@ -110,7 +111,7 @@ func TestBroadcastFull(t *testing.T) {
 			t.Fatalf("fast got %q, want %q", got, msg)
 		}
 	}
-	holds(t, "the drop to be counted", func() bool { return s.Dropped() == 1 })
+	holds(t, "the drop to be counted", func() bool { return s.Dropped() == 1 && s.BroadcastsDropped() == 1 })
 	if got := buffered(t, slow, false); strings.Join(got, ",") != "m0,m1,m2,m3" {
 		t.Fatalf("slow holds %v, want m0..m3", got)
 	}

@@ -17,6 +17,7 @@ type busConfig struct {
 	prefix     string // channel name = prefix + session id
 	wakePrefix string
 	buffer     int
+	bcastBuf   int // a broadcast subscription's buffer
 	interval   time.Duration
 	opTimeout  time.Duration
 	// notLive returns those of the ids whose session is not live.
@@ -56,7 +57,8 @@ type bus struct {
 	// not arrived: a channel is confirmed by the last one's.
 	acks map[string]int
 
-	dropped atomic.Uint64
+	dropped      atomic.Uint64
+	bcastDropped atomic.Uint64 // of dropped, the broadcasts
 }
 
 // chanState is one subscribed channel and its local subscriptions.
@@ -107,7 +109,11 @@ func (b *bus) subscribe(ctx context.Context, name string) (*subscription, error)
 			b.dirty[name] = struct{}{}
 		}
 	}
-	sub := &subscription{b: b, st: st, name: name, ch: make(chan []byte, b.buffer)}
+	size := b.buffer
+	if name == b.broadcast {
+		size = b.bcastBuf
+	}
+	sub := &subscription{b: b, st: st, name: name, ch: make(chan []byte, size)}
 	st.subs[sub] = struct{}{}
 	wake := !st.confirmed
 	b.mu.Unlock()

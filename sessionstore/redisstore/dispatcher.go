@@ -222,6 +222,9 @@ func (b *bus) route(name, payload string) {
 		case sub.ch <- msg:
 		default:
 			b.dropped.Add(1)
+			if name == b.broadcast {
+				b.bcastDropped.Add(1)
+			}
 		}
 	}
 }

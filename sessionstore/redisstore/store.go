@@ -40,6 +40,12 @@ type Options struct {
 	// BusBuffer is how many messages a subscription buffers before the bus
 	// drops messages for it (sessionstore.MemoryBusBuffer when <= 0).
 	BusBuffer int
+	// BroadcastBuffer is how many broadcasts a broadcast subscription
+	// buffers before the bus drops broadcasts for it, counted in
+	// BroadcastsDropped (DefaultBroadcastBuffer when <= 0). Redis pub/sub
+	// has no backpressure: a burst larger than this that a replica cannot
+	// take as fast as it comes loses broadcasts on that replica.
+	BroadcastBuffer int
 	// CheckInterval is how often the bus pings its idle pub/sub connection
 	// and re-checks that the sessions it is subscribed to are still live,
 	// closing the subscriptions of any that expired or whose termination
@@ -54,6 +60,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BusBuffer <= 0 {
 		o.BusBuffer = sessionstore.MemoryBusBuffer
+	}
+	if o.BroadcastBuffer <= 0 {
+		o.BroadcastBuffer = DefaultBroadcastBuffer
 	}
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = DefaultCheckInterval
@@ -89,6 +98,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",
 		broadcast:  opts.Prefix + "broadcast",
+		bcastBuf:   opts.BroadcastBuffer,
 		buffer:     opts.BusBuffer,
 		interval:   opts.CheckInterval,
 		opTimeout:  opts.OpTimeout,
