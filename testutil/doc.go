@@ -3,7 +3,10 @@
 // test sees exactly what a client sees), a stalled reader (a GET whose TCP
 // connection is never read), barriers for deterministic races, bounded
 // waits, a goroutine-leak check, a throwaway redis-server for tests of
-// shared session stores, and a round-robin reverse proxy that spreads a
-// session's requests over several replicas. It is used by lifeline's own
-// tests and is meant for users' tests of their servers too.
+// shared session stores, a round-robin reverse proxy that spreads a
+// session's requests over several replicas, and a fault-injecting TCP
+// proxy (FaultProxy) that cuts or stalls connections mid-stream, on
+// demand, after a given byte or at seeded random points. It is used by
+// lifeline's own tests and is meant for users' tests of their servers
+// too.
 package testutil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,4 +86,64 @@ func ExampleBarrier() {
 	// released with 3 of 3 arrived
 	// released with 3 of 3 arrived
 	// barrier: 1 of 2 arrived: context deadline exceeded
+}
+
+func ExampleFaultProxy() {
+	// A backend streaming server-sent events: two, then nothing until the
+	// client goes.
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 1\ndata: first\n\nid: 2\ndata: second\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer backend.Close()
+
+	// The proxy in front of it (of several, round-robin, in a cluster test).
+	p, err := testutil.NewFaultProxy(testutil.FaultProxyConfig{Backends: []string{backend.URL}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	isGET := func(ci testutil.ConnInfo) bool { return ci.Method == http.MethodGet }
+
+	// Cut the GET streams now: the client reads what it was sent, then
+	// its connection ends in the middle of the response.
+	resp, err := hc.Get(p.URL() + "/events")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rd := testutil.NewSSEReader(resp.Body)
+	for range 2 {
+		ev, _ := rd.Next()
+		fmt.Println("event:", ev.Data)
+	}
+	fmt.Println("cut", p.Cut(isGET), "stream")
+	_, err = rd.Next()
+	fmt.Println("then:", err)
+	resp.Body.Close()
+
+	// Cut the next GET in the middle of its first event's data line.
+	p.Arm(testutil.Fault{Match: isGET, After: 1, MidEvent: true})
+	resp, err = hc.Get(p.URL() + "/events")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("got %q, then: %v\n", body, err)
+
+	st := p.Stats()
+	fmt.Printf("%d connections, %d requests, %d cuts\n", st.Conns, st.Requests, st.Cuts)
+	// Output:
+	// event: first
+	// event: second
+	// cut 1 stream
+	// then: unexpected EOF
+	// got "id: 1\ndata: fi", then: unexpected EOF
+	// 2 connections, 2 requests, 2 cuts
 }
