@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -36,9 +35,11 @@ type broadcastTap struct {
 	h  *Handler
 	id string
 	ch chan mcp.JSONRPCNotification
-
-	roomMu sync.Mutex
-	room   chan struct{} // closed when the goroutine takes one; made by a waiting sender
+	// tokens holds one token per broadcast between the broadcaster's
+	// UpgradeToSSEWhenReceiveNotification and the goroutine's receive, at
+	// most cap(ch): mcp-go's non-blocking send that follows always finds
+	// room, however many broadcasters race for it.
+	tokens chan struct{}
 
 	stop chan struct{}
 	done chan struct{}
@@ -59,61 +60,44 @@ func (t *broadcastTap) Initialized() bool { return true }
 
 // UpgradeToSSEWhenReceiveNotification implements
 // server.SessionWithStreamableHTTPConfig: mcp-go calls it right before its
-// non-blocking send, so a full queue makes the broadcaster wait for the
-// tap's goroutine (which never waits on a client) to take one, at most the
-// stall threshold. A broadcast that still finds it full is refused by
-// mcp-go, and counted and logged as dropped here.
+// non-blocking send. It takes a token for the send, waiting while the
+// queue is full for the tap's goroutine (which never waits on a client)
+// to take one, at most the stall threshold. A broadcast that got no token
+// then is counted and logged as dropped (mcp-go's send may still find
+// room, or is refused).
 func (t *broadcastTap) UpgradeToSSEWhenReceiveNotification() {
-	if len(t.ch) < cap(t.ch) {
+	select {
+	case t.tokens <- struct{}{}:
 		return
+	default:
 	}
 	timer := time.NewTimer(t.h.stallThreshold())
 	defer timer.Stop()
-	for len(t.ch) == cap(t.ch) {
-		room := t.roomSignal()
-		if len(t.ch) < cap(t.ch) {
-			return
-		}
-		select {
-		case <-room:
-		case <-timer.C:
-			if len(t.ch) == cap(t.ch) {
-				n := t.h.droppedCount.Add(1)
-				t.h.log.Warn("lifeline: broadcast queue full; a broadcast was dropped",
-					"queue", cap(t.ch), "dropped_total", n)
-			}
-			return
-		case <-t.stop:
-			return
-		}
+	select {
+	case t.tokens <- struct{}{}:
+	case <-timer.C:
+		n := t.h.droppedCount.Add(1)
+		t.h.log.Warn("lifeline: broadcast queue full; a broadcast was dropped",
+			"queue", cap(t.ch), "dropped_total", n)
+	case <-t.stop:
 	}
 }
 
-func (t *broadcastTap) roomSignal() <-chan struct{} {
-	t.roomMu.Lock()
-	defer t.roomMu.Unlock()
-	if t.room == nil {
-		t.room = make(chan struct{})
-	}
-	return t.room
-}
-
-func (t *broadcastTap) madeRoom() {
-	t.roomMu.Lock()
-	defer t.roomMu.Unlock()
-	if t.room != nil {
-		close(t.room)
-		t.room = nil
-	}
-}
-
-// run hands each broadcast on, until stopped.
+// run hands each broadcast on, until stopped (stop is checked first).
 func (t *broadcastTap) run() {
 	defer close(t.done)
 	for {
 		select {
+		case <-t.stop:
+			return
+		default:
+		}
+		select {
 		case n := <-t.ch:
-			t.madeRoom()
+			select {
+			case <-t.tokens:
+			default: // sent without a token, after a broadcaster timed out
+			}
 			t.h.broadcast(n)
 		case <-t.stop:
 			return
@@ -129,7 +113,8 @@ func (h *Handler) ensureTap() {
 			return
 		}
 		t := &broadcastTap{h: h, id: "lifeline-broadcast-tap-" + h.holder,
-			ch: make(chan mcp.JSONRPCNotification, tapQueue), stop: make(chan struct{}), done: make(chan struct{})}
+			ch: make(chan mcp.JSONRPCNotification, tapQueue), tokens: make(chan struct{}, tapQueue),
+			stop: make(chan struct{}), done: make(chan struct{})}
 		// Registered outside h.mu: mcp-go runs its hooks.
 		if err := h.mcp.RegisterSession(context.Background(), t); err != nil {
 			h.log.Error("lifeline: the broadcast tap could not be registered; listen streams get no broadcasts", "err", err)
@@ -146,8 +131,10 @@ func (h *Handler) ensureTap() {
 	})
 }
 
-// stopTap unregisters the tap and joins its goroutine (Shutdown).
-func (h *Handler) stopTap() {
+// stopTap unregisters the tap and joins its goroutine (Shutdown), whose
+// publication in progress, if any, is cut short (bcastCancel); the wait is
+// bounded by ctx too.
+func (h *Handler) stopTap(ctx context.Context) {
 	h.mu.Lock()
 	t := h.tap
 	h.mu.Unlock()
@@ -156,14 +143,18 @@ func (h *Handler) stopTap() {
 	}
 	h.mcp.UnregisterSession(context.Background(), t.id)
 	close(t.stop)
-	<-t.done
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		h.log.Warn("lifeline: Shutdown's context ended before the broadcast tap stopped")
+	}
 }
 
 // broadcast delivers one broadcast mcp-go raised here: to every replica
 // through the store (broadcast_cluster.go), or alone to this process's
 // listen streams.
 func (h *Handler) broadcast(n mcp.JSONRPCNotification) {
-	if h.clusterBcast {
+	if h.clusterBcast.Load() {
 		h.publishBroadcast(h.cfg.Store.(sessionstore.Broadcaster), n)
 		return
 	}

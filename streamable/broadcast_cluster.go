@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -15,11 +16,15 @@ import (
 // it. The tap (broadcast.go) publishes what mcp-go broadcasts here on the
 // store's broadcast bus; every replica's broadcast listener (its own
 // included) receives it and hands it to the streams it holds: its listen
-// streams, and the GET streams of the sessions whose stream it holds. So
-// that each stream gets a broadcast once, mcp-go's own delivery to
-// sessions is turned off: in this mode a session reports an active, empty
-// subscription filter (session.SubscriptionFilter), which mcp-go's
-// fan-out honours by skipping it (the tap has none, so it gets everything).
+// streams, and the GET streams of the sessions whose stream it holds. A
+// session whose stream no replica holds gets it from the replica that held
+// its stream last (or created it): there it waits in the session's queue,
+// and the pump carries it to the next stream, wherever it opens
+// (idleDeliveries). So that each stream gets a broadcast once, mcp-go's own
+// delivery to sessions is turned off while the listener is subscribed: a
+// session then reports an active, empty subscription filter
+// (session.SubscriptionFilter), which mcp-go's fan-out honours by skipping
+// it (the tap has none, so it gets everything).
 //
 // Every replica may raise the same broadcast by itself at the same moment
 // (each registering the same tools after New, say). A client must not get
@@ -37,6 +42,21 @@ const broadcastDedupWindow = time.Second
 // it, the oldest are forgotten (a duplicate may then get through).
 const maxDedupEntries = 4096
 
+// firstSubscribeWait is how long New waits for the first subscription to
+// the store's broadcasts; the listener keeps trying after it.
+const firstSubscribeWait = time.Second
+
+// Backoff of the listener's subscription attempts.
+const (
+	minSubscribeBackoff = 100 * time.Millisecond
+	maxSubscribeBackoff = 2 * time.Second
+)
+
+// idleDeliveryQueue bounds the broadcasts waiting to be kept for sessions
+// whose stream no replica holds; past it they are dropped, counted in
+// Stats.DroppedMessages and logged.
+const idleDeliveryQueue = 256
+
 // broadcastFrame is what goes on the store's broadcast bus.
 type broadcastFrame struct {
 	Origin string          `json:"o"` // the raising replica (Handler.holder)
@@ -53,54 +73,166 @@ func (h *Handler) clusterBroadcaster() sessionstore.Broadcaster {
 	return b
 }
 
-// startBroadcastListener subscribes to the store's broadcast bus and starts
-// the goroutine delivering what arrives; Shutdown stops and joins it
-// (stopBroadcastListener). If the store cannot be subscribed to, broadcasts
-// stay local to each replica, and that is logged.
+// startBroadcastListener starts the listener goroutine and waits up to
+// firstSubscribeWait for its first subscription; Shutdown stops and joins
+// it (stopBroadcastListener).
 func (h *Handler) startBroadcastListener(b sessionstore.Broadcaster) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CleanupTimeout)
-	defer cancel()
-	sub, err := b.SubscribeBroadcasts(ctx)
-	if err != nil {
-		h.log.Error("lifeline: cannot subscribe to the store's broadcasts; broadcasts reach only the streams this replica holds", "err", err)
-		return
-	}
-	h.bcastSub = sub
+	h.bcastCtx, h.bcastCancel = context.WithCancel(context.Background())
 	h.bcastDone = make(chan struct{})
-	h.clusterBcast = true
-	go h.listenBroadcasts(sub)
+	h.idleDone = make(chan struct{})
+	h.idleJobs = make(chan idleDelivery, idleDeliveryQueue)
+	ready := make(chan struct{})
+	go h.listenBroadcasts(b, ready)
+	go h.idleDeliveries()
+	t := time.NewTimer(firstSubscribeWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	}
 }
 
-func (h *Handler) stopBroadcastListener() {
-	if h.bcastSub == nil {
+// stopBroadcastListener cuts the listener's store calls short and joins
+// it, bounded by ctx too.
+func (h *Handler) stopBroadcastListener(ctx context.Context) {
+	if h.bcastCancel == nil {
 		return
 	}
-	_ = h.bcastSub.Close()
-	<-h.bcastDone
+	h.bcastCancel()
+	for _, done := range []chan struct{}{h.bcastDone, h.idleDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			h.log.Warn("lifeline: Shutdown's context ended before the broadcast listener stopped")
+			return
+		}
+	}
 }
 
-// listenBroadcasts delivers each broadcast received, once per event.
-func (h *Handler) listenBroadcasts(sub sessionstore.Subscription) {
+// listenBroadcasts subscribes to the store's broadcasts, retrying with
+// backoff while it cannot, and delivers what arrives, once per event.
+// While it is not subscribed, broadcasts stay on the replica that raised
+// them (clusterBcast false: mcp-go delivers to sessions itself). ready is
+// closed after the first attempt.
+func (h *Handler) listenBroadcasts(b sessionstore.Broadcaster, ready chan struct{}) {
 	defer close(h.bcastDone)
-	seen := make(map[string]dedupEntry)
-	for msg := range sub.Messages() {
-		var f broadcastFrame
-		if json.Unmarshal(msg, &f) != nil {
-			h.log.Warn("lifeline: ignoring a malformed broadcast from the store")
+	defer close(h.idleJobs) // idleDeliveries drains and exits
+	backoff := minSubscribeBackoff
+	logged := false
+	for {
+		ctx, cancel := context.WithTimeout(h.bcastCtx, h.cfg.CleanupTimeout)
+		sub, err := b.SubscribeBroadcasts(ctx)
+		cancel()
+		if err == nil {
+			h.clusterBcast.Store(true)
+		}
+		if ready != nil {
+			close(ready)
+			ready = nil
+		}
+		if err != nil {
+			if h.bcastCtx.Err() != nil {
+				return
+			}
+			if !logged {
+				h.log.Error("lifeline: cannot subscribe to the store's broadcasts; until it can, broadcasts reach only this replica's streams", "err", err)
+				logged = true
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-h.bcastCtx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, maxSubscribeBackoff)
 			continue
 		}
-		now := time.Now()
-		key := string(f.Note)
-		if e, ok := seen[key]; ok && e.origin != f.Origin && now.Sub(e.at) < broadcastDedupWindow {
-			continue // another replica raised the same broadcast at the same moment
+		if logged {
+			h.log.Info("lifeline: subscribed to the store's broadcasts again")
+			logged = false
 		}
-		rememberBroadcast(seen, key, f.Origin, now)
-		var n mcp.JSONRPCNotification
-		if json.Unmarshal(f.Note, &n) != nil {
-			continue
+		backoff = minSubscribeBackoff
+		h.consumeBroadcasts(sub)
+		_ = sub.Close()
+		h.clusterBcast.Store(false)
+		if h.bcastCtx.Err() != nil {
+			return
 		}
-		h.deliverBroadcast(n)
 	}
+}
+
+// consumeBroadcasts delivers what sub receives until it ends or Shutdown.
+func (h *Handler) consumeBroadcasts(sub sessionstore.Subscription) {
+	seen := make(map[string]dedupEntry)
+	drops, _ := h.cfg.Store.(sessionstore.BroadcastDropCounter)
+	var lastDrops uint64
+	for {
+		var msg []byte
+		var ok bool
+		select {
+		case msg, ok = <-sub.Messages():
+			if !ok {
+				return
+			}
+		case <-h.bcastCtx.Done():
+			return
+		}
+		h.receiveBroadcast(seen, msg)
+		if drops != nil {
+			if d := drops.BroadcastsDropped(); d > lastDrops {
+				h.log.Warn("lifeline: this replica's broadcast subscription was full; broadcasts were lost here",
+					"dropped_total", d)
+				lastDrops = d
+			}
+		}
+	}
+}
+
+// receiveBroadcast delivers one frame, unless another replica raised the
+// same broadcast within the window.
+func (h *Handler) receiveBroadcast(seen map[string]dedupEntry, msg []byte) {
+	var f broadcastFrame
+	if json.Unmarshal(msg, &f) != nil {
+		h.log.Warn("lifeline: ignoring a malformed broadcast from the store")
+		return
+	}
+	now := time.Now()
+	key := string(f.Note)
+	if e, ok := seen[key]; ok && e.origin != f.Origin && now.Sub(e.at) < broadcastDedupWindow {
+		return // another replica raised the same broadcast at the same moment
+	}
+	rememberBroadcast(seen, key, f.Origin, now)
+	n, err := decodeNotification(f.Note)
+	if err != nil {
+		h.log.Warn("lifeline: ignoring a broadcast that does not decode", "err", err)
+		return
+	}
+	h.deliverBroadcast(n)
+}
+
+// decodeNotification decodes a notification keeping its numbers exact
+// (json.Number): a broadcast reaches clients as it was raised.
+func decodeNotification(raw []byte) (mcp.JSONRPCNotification, error) {
+	var m struct {
+		JSONRPC string         `json:"jsonrpc"`
+		Method  string         `json:"method"`
+		Params  map[string]any `json:"params"`
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return mcp.JSONRPCNotification{}, err
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: m.Method}}
+	if meta, ok := m.Params["_meta"].(map[string]any); ok {
+		n.Params.Meta = meta
+		delete(m.Params, "_meta")
+	}
+	if len(m.Params) > 0 {
+		n.Params.AdditionalFields = m.Params
+	}
+	return n, nil
 }
 
 // dedupEntry is when, and from which replica, a broadcast last arrived.
@@ -137,7 +269,7 @@ func (h *Handler) publishBroadcast(b sessionstore.Broadcaster, n mcp.JSONRPCNoti
 		return
 	}
 	frame, _ := json.Marshal(broadcastFrame{Origin: h.holder, Note: note})
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CleanupTimeout)
+	ctx, cancel := context.WithTimeout(h.bcastCtx, h.cfg.CleanupTimeout)
 	defer cancel()
 	if err := b.PublishBroadcast(ctx, frame); err != nil {
 		h.log.Warn("lifeline: the store could not carry a broadcast to the other replicas; delivered on this one only",
@@ -148,20 +280,80 @@ func (h *Handler) publishBroadcast(b sessionstore.Broadcaster, n mcp.JSONRPCNoti
 
 // deliverBroadcast hands a broadcast to the streams this replica holds:
 // its listen streams and, with replicas, the GET streams of sessions whose
-// stream is here (alone, mcp-go delivers to sessions itself).
+// stream is here (alone, mcp-go delivers to sessions itself). Sessions
+// this replica held the stream of last, or created, and that have none
+// here now, are left to idleDeliveries.
 func (h *Handler) deliverBroadcast(n mcp.JSONRPCNotification) {
 	h.listens.offer(n)
-	if !h.clusterBcast {
+	if !h.clusterBcast.Load() {
 		return
 	}
+	var idle []*session
 	for _, s := range h.snapshot() {
-		if s.modern || !s.active() || s.liveGet() == nil {
+		if s.modern || !s.active() || !s.Initialized() {
 			continue
 		}
-		s.UpgradeToSSEWhenReceiveNotification()
-		select {
-		case s.NotificationChannel() <- n:
-		default: // refused and counted, as mcp-go's own send would be
+		if s.liveGet() == nil {
+			if s.lastHolder.Load() {
+				idle = append(idle, s)
+			}
+			continue
+		}
+		h.enqueueBroadcast(s, n)
+	}
+	if len(idle) == 0 {
+		return
+	}
+	select {
+	case h.idleJobs <- idleDelivery{n: n, sessions: idle}:
+	default:
+		d := h.droppedCount.Add(int64(len(idle)))
+		h.log.Warn("lifeline: too many broadcasts waiting for sessions without a stream; dropped",
+			"sessions", len(idle), "dropped_total", d)
+	}
+}
+
+// enqueueBroadcast puts n on the session's GET queue, as mcp-go would.
+func (h *Handler) enqueueBroadcast(s *session, n mcp.JSONRPCNotification) {
+	s.UpgradeToSSEWhenReceiveNotification()
+	select {
+	case s.NotificationChannel() <- n:
+	default: // refused and counted, as mcp-go's own send would be
+	}
+}
+
+// idleDelivery is a broadcast for sessions whose stream this replica does
+// not hold but held last.
+type idleDelivery struct {
+	n        mcp.JSONRPCNotification
+	sessions []*session
+}
+
+// idleDeliveries keeps each broadcast for the sessions whose stream no
+// replica holds now (one StreamHolder call each): in the session's queue,
+// from which the pump carries it to the next stream. A session whose
+// stream another replica holds is that replica's to serve (and no longer
+// this one's: lastHolder is cleared). If the store fails, the broadcast is
+// kept (at least once). Runs until the listener closes idleJobs.
+func (h *Handler) idleDeliveries() {
+	defer close(h.idleDone)
+	for job := range h.idleJobs {
+		for _, s := range job.sessions {
+			if h.bcastCtx.Err() != nil {
+				break
+			}
+			if s.liveGet() != nil {
+				h.enqueueBroadcast(s, job.n) // a stream opened here meanwhile
+				continue
+			}
+			ctx, cancel := context.WithTimeout(h.bcastCtx, h.cfg.CleanupTimeout)
+			lease, held, err := h.cfg.Store.StreamHolder(ctx, s.id)
+			cancel()
+			if err == nil && held && !h.isLocalHolder(lease.Holder) {
+				s.lastHolder.Store(false)
+				continue
+			}
+			h.enqueueBroadcast(s, job.n)
 		}
 	}
 }
@@ -176,5 +368,5 @@ func (s *session) SetSubscriptionFilter(mcp.SubscriptionFilter) {}
 // the broadcast instead (deliverBroadcast). Otherwise none: mcp-go
 // delivers every broadcast to it.
 func (s *session) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
-	return mcp.SubscriptionFilter{}, s.h.clusterBcast
+	return mcp.SubscriptionFilter{}, s.h.clusterBcast.Load()
 }

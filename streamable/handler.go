@@ -46,10 +46,16 @@ type Handler struct {
 	listens  listenSet            // open subscriptions/listen streams (listen.go)
 	tapOnce  sync.Once
 	tap      *broadcastTap // guarded by mu; set once (broadcast.go)
-	// With broadcasts across replicas (broadcast_cluster.go), set by New.
-	clusterBcast bool
-	bcastSub     sessionstore.Subscription
+	// With a shared Broadcaster store (broadcast_cluster.go): whether the
+	// listener is subscribed (broadcasts then go across replicas), the
+	// context Shutdown cancels, the listener's and idle deliverer's exits
+	// and the deliverer's queue.
+	clusterBcast atomic.Bool
+	bcastCtx     context.Context
+	bcastCancel  context.CancelFunc
 	bcastDone    chan struct{}
+	idleDone     chan struct{}
+	idleJobs     chan idleDelivery
 	bodyReads    bodyReads // POST bodies being read (body.go)
 	holder       string    // names this handler in stream leases
 	shared       bool      // the store is shared with other replicas (cluster.go)
@@ -61,8 +67,8 @@ type Handler struct {
 	// MaxSessions), and of those the ones that are not listen streams
 	// (at most MaxSessions in flight).
 	modernSessions, modernRequests int
-	adopting map[string]*adoption // with replicas: copies being made (adopt.go)
-	shutting bool
+	adopting                       map[string]*adoption // with replicas: copies being made (adopt.go)
+	shutting                       bool
 
 	getStreams   atomic.Int64
 	postStreams  atomic.Int64
@@ -106,9 +112,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	h.versions = slices.Clone(mcp.ValidProtocolVersions)
 	if b := h.clusterBroadcaster(); b != nil {
 		h.startBroadcastListener(b)
-		if h.clusterBcast {
-			h.ensureTap()
-		}
+		h.ensureTap()
 	}
 	if cfg.IdleTTL > 0 || h.shared {
 		go h.sweep()
@@ -200,9 +204,13 @@ func (h *Handler) Stats() Stats {
 			live++
 		}
 	}
+	dropped := h.droppedCount.Load()
+	if c, ok := h.cfg.Store.(sessionstore.BroadcastDropCounter); ok && h.clusterBroadcaster() != nil {
+		dropped += int64(c.BroadcastsDropped())
+	}
 	return Stats{Sessions: live, GetStreams: int(h.getStreams.Load()), ListenStreams: h.listens.count(),
 		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued,
-		RefusedMessages: h.refusedCount.Load(), DroppedMessages: h.droppedCount.Load()}
+		RefusedMessages: h.refusedCount.Load(), DroppedMessages: dropped}
 }
 
 func (h *Handler) isShutting() bool {

@@ -70,8 +70,11 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			s.interruptPosts(errShutdown)
 		}
 	}
-	h.stopTap()
-	h.stopBroadcastListener()
+	if h.bcastCancel != nil {
+		h.bcastCancel() // cuts a publication or subscription in progress short
+	}
+	h.stopTap(ctx)
+	h.stopBroadcastListener(ctx)
 	for _, s := range begun {
 		s.life.Lock()
 		s.finishTerminate(context.WithoutCancel(ctx), errShutdown)

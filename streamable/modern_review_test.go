@@ -19,18 +19,15 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// Review of issue 11 (2026-07-28 transport, listen streams, broadcasts):
-// each TestReview11_* fails on the code under review and shows a bug; the
-// TestAccept11_* tests (accept11_test.go) test a claim from the outside
-// and pass.
+// Tests from a cold review of the 2026-07-28 transport, listen streams and
+// broadcasts: each failed on the code under review, and guards its fix.
 
-// With replicas sharing a store, a broadcast raised while a session has no
-// GET stream open (between two GETs, or before its first) is lost: the
-// session reports an active empty subscription filter, so mcp-go skips it,
-// and deliverBroadcast hands the broadcast only to sessions whose GET
-// stream is live at that instant (broadcast_cluster.go). Alone, the same
-// session would hold it in its queue (TestAccept11_Single...).
-func TestReview11_ClusterBroadcastWithoutGetStreamIsLost(t *testing.T) {
+// With replicas, a broadcast raised while a session has no GET stream open
+// (between two GETs, or before its first) reaches its next stream: the
+// replica that held its stream last (or created it) keeps it in the
+// session's queue, and the pump carries it over, as alone the session
+// holds it (TestBlackboxModernSingleReplicaBroadcastWithoutGetStreamIsHeld).
+func TestClusterBroadcastWaitsForASessionsNextStream(t *testing.T) {
 	c := newClusterTB(t, streamable.Config{}, redisstore.Options{}, markerFilterSetup)
 	cl := c.session(0)
 	c.replicas[0].mcp.SendNotificationToAllClients("notifications/tools/list_changed", map[string]any{"gap": 1})
@@ -42,14 +39,10 @@ func TestReview11_ClusterBroadcastWithoutGetStreamIsLost(t *testing.T) {
 	}
 }
 
-// Listen streams hold their places in MaxSessions: with MaxSessions 2
-// (MaxListenStreams at its default, 10,000), two open subscriptions/listen
-// streams lock every session-era client out (initialize gets 503 "the
-// server holds its maximum of 2 sessions") while Stats reports no
-// session at all. Long-lived sessionless streams consume the session
-// era's capacity, and the defaults (10,000 each) let listen streams alone
-// exhaust it, so MaxListenStreams does not protect the session era.
-func TestReview11_ListenStreamsExhaustMaxSessions(t *testing.T) {
+// Listen streams do not hold places in MaxSessions (they are capped by
+// MaxListenStreams): two open listen streams with MaxSessions 2 leave room
+// for session-era clients.
+func TestListenStreamsDoNotUseUpMaxSessions(t *testing.T) {
 	r := newRig(t, streamable.Config{MaxSessions: 2}, markerFilterSetup)
 	ctx := testutil.Context(t, wait)
 	for i := range 2 {
@@ -68,15 +61,11 @@ func TestReview11_ListenStreamsExhaustMaxSessions(t *testing.T) {
 	}
 }
 
-// A listen filter naming one resource many times is recorded whole: the
-// duplicates pass MaxSubscriptionsPerSession (addSubscription counts
-// distinct URIs), so the stream's filter (and its acknowledgement) holds
-// as many entries as the body can carry (~1M in 4 MB), each resource
-// check (resourceExists, which may list every template page) runs once
-// per entry, and every notifications/resources/updated broadcast scans
-// the whole list under the feed's lock on the tap's goroutine (listen.go
-// wants), delaying every other stream's broadcasts.
-func TestReview11_ListenFilterDuplicatesUnbounded(t *testing.T) {
+// A listen filter naming more than MaxSubscriptionsPerSession resources,
+// duplicates counted, is refused with -32602 and the request's id: mcp-go
+// would keep the list whole in the filter and the acknowledgement, and
+// check each entry.
+func TestListenFilterOverTheSubscriptionBoundRefused(t *testing.T) {
 	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
 		markerFilterSetup(s)
 		s.AddResource(mcp.NewResource("test://one", "one"),
@@ -98,11 +87,9 @@ func TestReview11_ListenFilterDuplicatesUnbounded(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 request refused because the server is shutting down gets
-// its 503 with a null id, although its body (and id) arrive at once: the
-// refusal happens in ServeHTTP before the body is read, unlike the 406 and
-// 415 refusals, which peek at the body for the id (refuseWithID).
-func TestReview11_ShuttingDownRefusalEchoesID(t *testing.T) {
+// A POST refused because the server is shutting down gets its 503 with the
+// id of a body that arrives at once (refuseWithID).
+func TestShuttingDownRefusalEchoesTheID(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, func(s *server.MCPServer) {
@@ -168,14 +155,11 @@ func (s blockedPublishStore) PublishBroadcast(ctx context.Context, msg []byte) e
 	return s.Store.PublishBroadcast(ctx, msg)
 }
 
-// Shutdown is not bounded by its context while the broadcast tap's
-// goroutine is publishing: stopTap (broadcast.go) waits for the goroutine
-// with no deadline, and the goroutine's PublishBroadcast runs under
-// CleanupTimeout (5 s by default), not Shutdown's ctx; then, with
-// broadcasts still queued, run's select may take another before it sees
-// stop. So a replica whose store hangs keeps Shutdown(ctx of 200 ms) for
-// up to CleanupTimeout (here 1 minute) per queued broadcast.
-func TestReview11_ShutdownNotBoundedByBlockedBroadcastPublish(t *testing.T) {
+// Shutdown is bounded by its context while the broadcast tap's goroutine
+// publishes to a store that hangs: the publication runs under a context
+// Shutdown cancels, the goroutine checks stop before taking another
+// broadcast, and the wait for it is bounded by ctx.
+func TestShutdownBoundedWhileABroadcastPublishHangs(t *testing.T) {
 	c := &cluster{t: t, redis: testutil.StartRedisServer(t)}
 	blocked := blockedPublishStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	var once sync.Once
@@ -204,15 +188,12 @@ func TestReview11_ShutdownNotBoundedByBlockedBroadcastPublish(t *testing.T) {
 }
 
 // Three replicas raising 999 distinct broadcasts at once (resource updates
-// of distinct URIs, 333 each) do not all reach a listen stream on each
-// replica: each replica's broadcast listener (listenBroadcasts, one
-// goroutine decoding each frame twice and scanning every feed's filter)
-// falls behind three publishers, its subscription's buffer
-// (Options.BusBuffer) fills, and the bus drops what arrives
-// (counted only in redisstore.Store.Dropped, not in Stats.DroppedMessages,
-// and not logged by the transport). Alone, the tap's queue pushes back on
-// the broadcaster and none is lost.
-func TestReview11_ClusterBroadcastBurstLost(t *testing.T) {
+// of distinct URIs, 333 each) all reach a listen stream on each replica:
+// broadcast subscriptions have a buffer of their own
+// (redisstore.Options.BroadcastBuffer), larger than the session bus's
+// (BusBuffer, small here), and what a full one drops is counted in
+// Stats.DroppedMessages and logged.
+func TestClusterBroadcastBurstArrivesWhole(t *testing.T) {
 	// A bus buffer of 16 makes the loss certain on any machine; at the
 	// default (256) it happens under load (2 of 4 runs here under -race
 	// with other work on the machine lost 8 and 69 of the 999).
@@ -289,14 +270,11 @@ func TestReview11_ClusterBroadcastBurstLost(t *testing.T) {
 	}
 }
 
-// Nothing goes before a listen stream's acknowledgement, and nothing
-// untagged after it: only the feed is held until the acknowledgement is
-// out (post_writer.go ackedFeed); a notification the request itself sends
-// (here a hook logging every request to its client, as an application's
-// middleware may) is written as it comes, before the acknowledgement and
-// without the subscription id, although a listen stream carries only the
-// acknowledgement, what the filter asks for, and the final result.
-func TestReview11_ListenRequestNotificationBeforeAck(t *testing.T) {
+// A listen stream carries only the acknowledgement (first), what the
+// filter asks for, and the final result: a notification the request itself
+// sends (here a hook logging every request to its client, as an
+// application's middleware may) is not written on it.
+func TestListenStreamCarriesNothingItsRequestSends(t *testing.T) {
 	var srv *server.MCPServer
 	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
 		srv = s
@@ -317,15 +295,11 @@ func TestReview11_ListenRequestNotificationBeforeAck(t *testing.T) {
 	}
 }
 
-// A replica started while the store is unreachable never joins the
-// broadcast bus: New tries SubscribeBroadcasts once (startBroadcastListener)
-// and, on failure, leaves clusterBcast false for the Handler's life, with
-// no retry once the store is back. A broadcast raised on another replica
-// then never reaches that replica's listen streams (nor the GET streams it
-// holds: the other replicas' sessions report an active empty filter, so
-// mcp-go skips them, and the broadcast goes over a bus the replica does not
-// listen to). (New also blocks for CleanupTimeout meanwhile.)
-func TestReview11_ReplicaStartedDuringOutageNeverGetsBroadcasts(t *testing.T) {
+// A replica started while the store is unreachable joins the broadcast bus
+// once the store is back: its listener keeps subscribing with backoff (New
+// waits at most firstSubscribeWait), and broadcasts raised on another
+// replica then reach its listen streams.
+func TestClusterReplicaStartedDuringOutageJoinsBroadcasts(t *testing.T) {
 	c := &cluster{t: t, redis: testutil.StartRedisServer(t), setup: []func(*server.MCPServer){markerFilterSetup}}
 	prefix := "t" + rand.Text()[:8] + ":"
 	c.replicas = append(c.replicas, c.start("A", streamable.Config{HeartbeatInterval: clusterHeartbeat}, redisstore.Options{Prefix: prefix}))
@@ -342,21 +316,30 @@ func TestReview11_ReplicaStartedDuringOutageNeverGetsBroadcasts(t *testing.T) {
 		m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("A's own listen stream: %s (%v)", m.Method, err) // the bus works for A
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if m, err := listen.NextMatching(ctx, func(m testutil.Message) bool { return m.IsNotification() }); err != nil {
-		t.Fatalf("a broadcast raised on A after the store came back never reached D's listen stream: %v", err)
-	} else if m.Method != "notifications/tools/list_changed" {
-		t.Fatalf("D's listen stream got %s", m.Method)
+	// D's listener subscribes again within its backoff (at most 2 s):
+	// broadcasts raised on A reach D's listen stream from then on.
+	deadline := time.Now().Add(wait)
+	for i := 0; ; i++ {
+		c.replicas[0].mcp.SendNotificationToAllClients("notifications/tools/list_changed", map[string]any{"from": "A", "i": i})
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		m, err := listen.NextMatching(ctx, func(m testutil.Message) bool { return m.IsNotification() })
+		cancel()
+		if err == nil {
+			if m.Method != "notifications/tools/list_changed" {
+				t.Fatalf("D's listen stream got %s", m.Method)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broadcasts raised on A after the store came back never reached D's listen stream: %v", err)
+		}
 	}
 }
 
-// With replicas, every broadcast is re-decoded from the bus into
-// map[string]any (listenBroadcasts: json.Unmarshal into
-// mcp.JSONRPCNotification), so an integer parameter beyond 2^53 reaches
-// clients rounded (a float64), on every replica, the raising one included;
-// alone, the same broadcast reaches the client exact.
-func TestReview11_ClusterBroadcastKeepsLargeIntegers(t *testing.T) {
+// With replicas, a broadcast reaches clients as it was raised: an integer
+// parameter beyond 2^53 arrives exact (decoded with json.Number), as it
+// does alone.
+func TestClusterBroadcastKeepsLargeIntegers(t *testing.T) {
 	c := newClusterTB(t, streamable.Config{}, redisstore.Options{}, markerFilterSetup)
 	cl := c.session(0)
 	get := c.stream(c.client(0, cl))
