@@ -88,8 +88,10 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 				_, prog, err := c.CallTool(ctx, tool, args, sse)
 				if err == nil && sse && prog != 3 {
 					err = fmt.Errorf("%d progress notifications, want 3", prog)
-					short.Add(1)
-					lost.Add(int64(max(0, 3-prog)))
+					if prog < 3 {
+						short.Add(1)
+						lost.Add(int64(3 - prog))
+					}
 				}
 				if err != nil {
 					errs.Add(1)
