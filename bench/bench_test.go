@@ -52,3 +52,33 @@ func TestFloorThroughput(t *testing.T) {
 		t.Errorf("floor: %d calls, %d errors (first %s)", res.Lat.N, res.Errors, res.FirstEr)
 	}
 }
+
+// TestModernThroughputAndListen keeps the 2026-07-28 measurements from
+// rotting: sessionless tools/call, JSON and SSE, against lifeline and stock
+// mcp-go, and a few idle listen streams. It checks that calls succeed and
+// that streams are acknowledged, never how fast.
+func TestModernThroughputAndListen(t *testing.T) {
+	for _, name := range []string{Lifeline, MCPGo} {
+		sp, err := StartPeer(name, Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sp.InEra(true)
+		for _, sse := range []bool{false, true} {
+			res, err := MeasureThroughput(p, 4, sse, 30*time.Second, 200)
+			if err != nil {
+				t.Errorf("%s sse=%v: %v", name, sse, err)
+				continue
+			}
+			if (res.Errors > 0 && res.Short != res.Errors) || res.Lat.N+res.Errors != 200 {
+				t.Errorf("%s sse=%v: %d calls, %d errors (first %s)", name, sse, res.Lat.N, res.Errors, res.FirstEr)
+			}
+			t.Logf("%s sse=%v: %d calls, %d short of progress, %d notifications lost", name, sse, res.Lat.N, res.Short, res.Lost)
+		}
+		idle, err := MeasureListenIdle(p, 8, 0)
+		if err != nil || idle.Opened != 8 {
+			t.Errorf("%s listen: %d of 8 opened: %v", name, idle.Opened, err)
+		}
+		sp.Close()
+	}
+}

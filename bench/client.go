@@ -30,12 +30,16 @@ func NewTransport(n int) *http.Transport {
 	}
 }
 
-// Client is a minimal raw MCP client: one session, requests over HTTP/1.1.
+// Client is a minimal raw MCP client: one session, requests over HTTP/1.1;
+// or, with Modern set, sessionless 2026-07-28 requests (see modern.go).
 type Client struct {
 	URL       string
 	HTTP      *http.Client
 	SessionID string
-	nextID    atomic.Int64
+	// Modern makes every request a 2026-07-28 one: no initialize or
+	// session, the version and method in headers and in params._meta.
+	Modern bool
+	nextID atomic.Int64
 }
 
 // NewClient returns a client of url using transport t.
@@ -145,10 +149,18 @@ func (c *Client) callProgress(ctx context.Context, method string, params any) (c
 	if err != nil {
 		return callResult{}, nil, err
 	}
+	if c.Modern {
+		if pj, err = modernParams(params); err != nil {
+			return callResult{}, nil, err
+		}
+	}
 	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, pj)
 	req, err := c.newRequest(ctx, http.MethodPost, body)
 	if err != nil {
 		return callResult{}, nil, err
+	}
+	if c.Modern {
+		setModernHeaders(req.Header, method, params)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

@@ -39,11 +39,15 @@ type Throughput struct {
 	Lat     Latency
 	Errors  int
 	FirstEr string
+	// Short is how many SSE calls got fewer than 3 progress notifications
+	// (counted in Errors too), Lost how many notifications they missed.
+	Short, Lost int
 }
 
 // MeasureThroughput runs conc clients, each on its own session, calling
 // tools/call (echo as JSON, or the progress tool answered as SSE) for dur or
-// until maxReq calls in total, whichever comes first.
+// until maxReq calls in total, whichever comes first. A Modern peer's
+// clients make sessionless 2026-07-28 calls instead.
 func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq int) (Throughput, error) {
 	url := p.JSONURL
 	tool, args := ToolEcho, map[string]any{"text": "x"}
@@ -56,6 +60,10 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 	clients := make([]*Client, conc)
 	for i := range clients {
 		clients[i] = NewClient(url, tr)
+		clients[i].Modern = p.Modern
+		if p.Modern {
+			continue
+		}
 		if err := clients[i].Initialize(ctx); err != nil {
 			return Throughput{}, err
 		}
@@ -64,6 +72,8 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 	var (
 		count    atomic.Int64
 		errs     atomic.Int64
+		short    atomic.Int64
+		lost     atomic.Int64
 		firstErr atomic.Value
 		wg       sync.WaitGroup
 		lats     = make([][]time.Duration, conc)
@@ -78,6 +88,10 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 				_, prog, err := c.CallTool(ctx, tool, args, sse)
 				if err == nil && sse && prog != 3 {
 					err = fmt.Errorf("%d progress notifications, want 3", prog)
+					if prog < 3 {
+						short.Add(1)
+						lost.Add(int64(3 - prog))
+					}
 				}
 				if err != nil {
 					errs.Add(1)
@@ -92,7 +106,8 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 	wg.Wait()
 	elapsed := time.Since(start)
 	all := slices.Concat(lats...)
-	t := Throughput{RPS: float64(len(all)) / elapsed.Seconds(), Lat: summarize(all), Errors: int(errs.Load())}
+	t := Throughput{RPS: float64(len(all)) / elapsed.Seconds(), Lat: summarize(all), Errors: int(errs.Load()),
+		Short: int(short.Load()), Lost: int(lost.Load())}
 	if s, ok := firstErr.Load().(string); ok {
 		t.FirstEr = s
 	}

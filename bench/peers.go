@@ -63,9 +63,21 @@ type Peer struct {
 	JSONOnly bool
 	// Handler is lifeline's transport (nil for the others), for Stats.
 	Handler *streamable.Handler
+	// Modern makes the measurements speak sessionless 2026-07-28 to the
+	// peer (lifeline and stock mcp-go serve both eras on one endpoint).
+	Modern bool
 
 	srv   *http.Server
 	close func()
+}
+
+// InEra returns a Peer for the same server whose measurements speak
+// 2026-07-28 when modern is set, the session era otherwise. Closing either
+// closes the server.
+func (p *Peer) InEra(modern bool) *Peer {
+	q := *p
+	q.Modern = modern
+	return &q
 }
 
 // Close stops the peer's http.Server (closing its connections) and the

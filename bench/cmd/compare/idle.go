@@ -41,26 +41,36 @@ func idleChildMain() {
 	}
 }
 
-// idleChildArgs is the command line of the child that measures peer name.
-func idleChildArgs(name string, s settings) []string {
+// idleChildArgs is the command line of the child that measures peer name:
+// n idle GET streams, or n idle 2026-07-28 listen streams when listen is
+// set.
+func idleChildArgs(name string, listen bool, n int, window, heartbeat, writeTime time.Duration) []string {
 	return []string{idleChildFlag, name,
-		"-n", strconv.Itoa(s.idleN),
-		"-window", s.cpuWindow.String(),
-		"-heartbeat", s.heartbeat.String(),
-		"-write-timeout", s.writeTime.String(),
+		"-n", strconv.Itoa(n),
+		"-window", window.String(),
+		"-heartbeat", heartbeat.String(),
+		"-write-timeout", writeTime.String(),
+		"-listen=" + strconv.FormatBool(listen),
 	}
 }
 
 // measureIdle runs bench.MeasureIdle for peer name in a fresh child process
 // and returns what it measured. The child's stderr goes to ours.
 func measureIdle(name string, s settings) (bench.Idle, error) {
+	return measureIdleChild(name, false, s.idleN, s.cpuWindow, s.heartbeat, s.writeTime)
+}
+
+// measureIdleChild runs bench.MeasureIdle (bench.MeasureListenIdle when
+// listen is set) for peer name with n streams in a fresh child process and
+// returns what it measured. The child's stderr goes to ours.
+func measureIdleChild(name string, listen bool, n int, window, heartbeat, writeTime time.Duration) (bench.Idle, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return bench.Idle{}, fmt.Errorf("idle child: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), idleChildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, idleChildArgs(name, s)...)
+	cmd := exec.CommandContext(ctx, exe, idleChildArgs(name, listen, n, window, heartbeat, writeTime)...)
 	stderr := &tail{max: 512}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -100,6 +110,7 @@ func (t *tail) lastLine() string {
 
 // runIdleChild is the child's main: it parses the arguments idleChildArgs
 // made, starts the peer as runPeer does, measures it with bench.MeasureIdle
+// (bench.MeasureListenIdle with -listen)
 // and writes the bench.Idle as JSON on stdout.
 func runIdleChild(args []string) error {
 	if len(args) == 0 {
@@ -111,6 +122,7 @@ func runIdleChild(args []string) error {
 	window := fs.Duration("window", 0, "CPU window")
 	heartbeat := fs.Duration("heartbeat", 0, "heartbeat interval")
 	writeTime := fs.Duration("write-timeout", 0, "lifeline write timeout")
+	listen := fs.Bool("listen", false, "idle 2026-07-28 listen streams instead of GET streams")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -119,7 +131,11 @@ func runIdleChild(args []string) error {
 		return err
 	}
 	defer p.Close()
-	idle, err := bench.MeasureIdle(p, *n, *window)
+	measure := bench.MeasureIdle
+	if *listen {
+		measure = bench.MeasureListenIdle
+	}
+	idle, err := measure(p, *n, *window)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

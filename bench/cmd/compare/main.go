@@ -7,6 +7,7 @@
 //
 //	cd bench && go run ./cmd/compare -quick          # < 60 s, prints the RATIO line last
 //	cd bench && go run ./cmd/compare                 # full run, writes ../BENCHMARKS.md and chart.svg
+//	cd bench && go run ./cmd/compare -modern         # 2026-07-28 vs stock and vs the session era, prints markdown
 //
 // It reports; it never fails on a number.
 package main
@@ -74,7 +75,12 @@ func main() {
 	svgPath := flag.String("svg", "", "write the SVG chart here (default chart.svg in full mode, none in quick mode)")
 	only := flag.String("peers", strings.Join(peers, ","), "comma-separated peers to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput phase (use with -peers lifeline)")
+	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
 	flag.Parse()
+	if *modern {
+		modernMain(*quick)
+		return
+	}
 
 	s := settings{quick: *quick, dur: 3 * time.Second, maxReq: 500000, idleN: 9000, cpuWindow: 10 * time.Second,
 		deleteN: 300, notifyN: 300, stallCap: 30 * time.Second, churnDur: 3 * time.Second,
