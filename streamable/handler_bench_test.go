@@ -123,3 +123,59 @@ func (w *sinkWriter) Write(p []byte) (int, error) {
 // SetReadDeadline is what net/http's writer offers the body read's bound
 // (a no-op here: the body is in memory).
 func (w *sinkWriter) SetReadDeadline(time.Time) error { return nil }
+
+// BenchmarkServeModernPost is BenchmarkServePost for a 2026-07-28
+// tools/call: no session, the version and capabilities in _meta, the
+// Mcp-Method and Mcp-Name headers. Its floor is HandleMessage on the same
+// body.
+func BenchmarkServeModernPost(b *testing.B) {
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	request := func() (*http.Request, context.CancelFunc) {
+		ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
+		ctx, cancel := context.WithCancel(ctx)
+		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(call)))
+		r.ContentLength = int64(len(call))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		r.Header.Set("Mcp-Method", "tools/call")
+		r.Header.Set("Mcp-Name", "echo")
+		return r, cancel
+	}
+	b.Run("lifeline", func(b *testing.B) {
+		h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
+			HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		defer h.Close()
+		w := &sinkWriter{h: http.Header{}}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			r, cancel := request()
+			w.reset()
+			h.ServeHTTP(w, r)
+			cancel()
+			if w.status != http.StatusOK {
+				b.Fatalf("status %d: %s", w.status, w.body.String())
+			}
+		}
+	})
+	b.Run("floor", func(b *testing.B) {
+		s := demotools.NewServer("bench", "1")
+		w := &sinkWriter{h: http.Header{}}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			r, cancel := request()
+			w.reset()
+			body, _ := io.ReadAll(r.Body)
+			resp := s.HandleMessage(r.Context(), body)
+			out, _ := json.Marshal(resp)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(out)
+			cancel()
+		}
+	})
+}

@@ -38,10 +38,12 @@ func eraOf(r *http.Request, params json.RawMessage) requestEra {
 	e := requestEra{header: headerValue(r.Header, headerProtocolVersion)}
 	if bytes.Contains(params, metaVersionKey) {
 		var p struct {
-			Meta *mcp.Meta `json:"_meta"`
+			Meta struct {
+				Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
 		}
 		if json.Unmarshal(params, &p) == nil {
-			e.meta = p.Meta.ProtocolVersion()
+			e.meta = p.Meta.Version
 		}
 	}
 	return e

@@ -2,12 +2,17 @@ package streamable
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/textproto"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // checkModern validates a 2026-07-28 request as that version requires, in
@@ -36,24 +41,19 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 		return errModernVersion(era.meta, h.versions)
 	}
 	method := mcp.MCPMethod(env.Method)
-	if err := mcp.ValidateStandardHeaders(r.Header.Get, era.meta, method, env.Params); err != nil {
-		return errModernHeader(err.Error())
+	name, f := checkStandardHeaders(r.Header, method, env.Params)
+	if f != nil {
+		return f
 	}
 	if f := checkParamHeaderChars(r.Header); f != nil {
 		return f
 	}
-	if method != mcp.MethodToolsCall {
-		return nil
+	if method != mcp.MethodToolsCall || !h.toolHeaders.has(h.mcp, name) {
+		return nil // an unknown tool is mcp-go's to answer
 	}
-	var call struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(env.Params, &call) != nil {
-		return nil // mcp-go answers the malformed params
-	}
-	tool := h.mcp.GetTool(call.Name)
+	tool := h.mcp.GetTool(name)
 	if tool == nil {
-		return nil // mcp-go answers the unknown tool
+		return nil
 	}
 	lookup := func(name string) (string, bool) {
 		v, ok := r.Header[textproto.CanonicalMIMEHeaderKey(name)]
@@ -66,6 +66,83 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 		return errModernHeader(err.Error())
 	}
 	return nil
+}
+
+// checkStandardHeaders checks Mcp-Method and, for a method that names
+// something, Mcp-Name (Base64-decoded) against the body, as
+// mcp.ValidateStandardHeaders does, reading the body's name once (the
+// tool's, for checkModern), and returns that name.
+func checkStandardHeaders(hdr http.Header, method mcp.MCPMethod, params json.RawMessage) (string, *failure) {
+	got := hdr.Get(mcp.HeaderMethod)
+	if got == "" {
+		return "", errModernHeader("header mismatch: " + mcp.HeaderMethod + ": missing required header")
+	}
+	if got != string(method) {
+		return "", errModernHeader(fmt.Sprintf("header mismatch: %s: header value %q does not match body value %q", mcp.HeaderMethod, got, method))
+	}
+	if !mcp.MethodRequiresNameHeader(method) {
+		return "", nil
+	}
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	_ = json.Unmarshal(params, &p) // malformed params are mcp-go's to answer
+	body := p.Name
+	if method == mcp.MethodResourcesRead {
+		body = p.URI
+	}
+	got = hdr.Get(mcp.HeaderName)
+	if got == "" {
+		return "", errModernHeader(fmt.Sprintf("header mismatch: %s: missing required header for method %q", mcp.HeaderName, method))
+	}
+	decoded, ok := mcp.DecodeHeaderValue(got)
+	if !ok {
+		return "", errModernHeader("header mismatch: " + mcp.HeaderName + ": invalid Base64 encoding")
+	}
+	if decoded != body {
+		return "", errModernHeader(fmt.Sprintf("header mismatch: %s: header value %q does not match body value %q", mcp.HeaderName, decoded, body))
+	}
+	return body, nil
+}
+
+// toolHeaderCache remembers, per tool, whether its input schema declares
+// x-mcp-header parameters: finding out re-encodes the schema (mcp-go
+// exports no cheaper way), which would cost every tools/call. An entry is
+// keyed by the tool's name and the identity of its schema (the properties
+// map and the raw schema), so a tool registered again with another schema
+// is looked at again. It holds at most one entry per registered tool name.
+type toolHeaderCache struct {
+	m sync.Map // tool name -> toolHeaderEntry
+}
+
+type toolHeaderEntry struct {
+	props, propsLen, raw, rawLen uintptr
+	has                          bool
+}
+
+// has reports whether the tool named name declares x-mcp-header
+// parameters (false for an unknown tool).
+func (c *toolHeaderCache) has(s *mcpserver.MCPServer, name string) bool {
+	tool := s.GetTool(name)
+	if tool == nil {
+		return false
+	}
+	key := toolHeaderEntry{propsLen: uintptr(len(tool.Tool.InputSchema.Properties)), rawLen: uintptr(len(tool.Tool.RawInputSchema))}
+	if tool.Tool.InputSchema.Properties != nil {
+		key.props = reflect.ValueOf(tool.Tool.InputSchema.Properties).Pointer()
+	}
+	if len(tool.Tool.RawInputSchema) > 0 {
+		key.raw = uintptr(unsafe.Pointer(&tool.Tool.RawInputSchema[0]))
+	}
+	if v, ok := c.m.Load(name); ok {
+		if e := v.(toolHeaderEntry); e.props == key.props && e.propsLen == key.propsLen && e.raw == key.raw && e.rawLen == key.rawLen {
+			return e.has
+		}
+	}
+	key.has = len(mcp.ExtractParamHeaderBindings(&tool.Tool)) > 0
+	c.m.Store(name, key)
+	return key.has
 }
 
 // checkParamHeaderChars refuses an Mcp-Param-* header whose value holds a

@@ -336,7 +336,9 @@ func (s *session) beginTerminate(cause error, graceful bool) (started bool, exit
 		return false, nil
 	}
 	s.cancel(cause)
-	s.calls.failAll(fmt.Errorf("lifeline: %w", cause))
+	if !s.stateless { // a stateless session's calls fail at once anyway
+		s.calls.failAll(fmt.Errorf("lifeline: %w", cause))
+	}
 	s.mu.Lock()
 	g := s.get
 	if s.work > 0 {

@@ -41,8 +41,9 @@ type callResult struct {
 }
 
 func newCallTable(base int64) callTable {
-	return callTable{base: base, last: base,
-		pings: make(map[int64]*getStream), waiting: make(map[int64]chan callResult)}
+	// The maps are made on first use: most sessions (and every
+	// 2026-07-28 request's) never ping or call.
+	return callTable{base: base, last: base}
 }
 
 // newPing issues a ping id owned by stream g.
@@ -51,6 +52,9 @@ func (t *callTable) newPing(g *getStream) int64 {
 	defer t.mu.Unlock()
 	t.last++
 	id := t.last
+	if t.pings == nil {
+		t.pings = make(map[int64]*getStream)
+	}
 	t.pings[id] = g
 	g.pingIDs = append(g.pingIDs, id)
 	if len(g.pingIDs) > pingsKeptPerStream {
@@ -80,6 +84,9 @@ func (t *callTable) newCall() (int64, chan callResult, error) {
 	}
 	t.last++
 	ch := make(chan callResult, 1)
+	if t.waiting == nil {
+		t.waiting = make(map[int64]chan callResult)
+	}
 	t.waiting[t.last] = ch
 	return t.last, ch, nil
 }
