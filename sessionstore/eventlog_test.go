@@ -117,30 +117,37 @@ func TestMemoryEventLogTotalBound(t *testing.T) {
 
 // BenchmarkStoreEvent stores events of 200 bytes on ten streams of each of
 // 100 sessions and reports the heap each stored event keeps (the 200
-// bytes included), measured after a GC.
+// bytes included), measured after a GC; mcp-go's unbounded
+// InMemoryEventStore is measured alongside for comparison.
 func BenchmarkStoreEvent(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
-		log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{MaxTotalBytes: 1 << 30})
-		msg := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"abc","progress":1,"total":10,"message":"` + strings.Repeat("p", 200-97) + `"}}`)
-		ids := benchIDs()
-		var before runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if _, err := log.StoreEvent(b.Context(), ids[i%len(ids)].session, ids[i%len(ids)].stream, msg); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		var after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		kept := min(b.N, 100*sessionstore.DefaultMaxSessionEvents)
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(kept), "heap-B/event")
-		runtime.KeepAlive(log)
+		benchStore(b, sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{MaxTotalBytes: 1 << 30}))
 	})
+	b.Run("mcp-go-inmemory", func(b *testing.B) {
+		benchStore(b, server.NewInMemoryEventStore())
+	})
+}
+
+func benchStore(b *testing.B, log sessionstore.EventLog) {
+	msg := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"abc","progress":1,"total":10,"message":"` + strings.Repeat("p", 200-97) + `"}}`)
+	ids := benchIDs()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := log.StoreEvent(b.Context(), ids[i%len(ids)].session, ids[i%len(ids)].stream, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	kept := min(b.N, 100*sessionstore.DefaultMaxSessionEvents) // what the bounded log keeps
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(kept), "heap-B/event")
+	runtime.KeepAlive(log)
 }
 
 type benchID struct{ session, stream string }

@@ -58,8 +58,8 @@ if redis.call('HSETNX', meta, 'tag', ARGV[4]) == 1 then
   redis.call('DEL', heads)
   redis.call('HSET', meta, 'r', now, 'next', 0, 'seq', 0, 'cnt', 0, 'bytes', 0)
 end
-local tag = redis.call('HGET', meta, 'tag')
-local n = redis.call('HGET', meta, 's:' .. stream)
+local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r')
+local tag, n, refreshed = got[1], got[2], tonumber(got[3])
 if not n then
   n = redis.call('HINCRBY', meta, 'next', 1)
   redis.call('DEL', base .. ':' .. n)
@@ -86,7 +86,7 @@ end
 redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', heads, ttl)
 redis.call('PEXPIRE', key, ttl + slack)
-if now - tonumber(redis.call('HGET', meta, 'r')) >= slack then
+if now - refreshed >= slack then
   for _, m in ipairs(redis.call('ZRANGE', heads, 0, -1)) do
     redis.call('PEXPIRE', base .. ':' .. m, ttl + slack)
   end
