@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"OtherSession", testOtherSession},
 		{"StreamEventBound", testStreamEvents},
 		{"StreamByteBound", testStreamBytes},
+		{"EmptyEventsBound", testEmptyEvents},
 		{"SessionEventBound", testSessionEvents},
 		{"SessionByteBound", testSessionBytes},
 		{"TooLarge", testTooLarge},
@@ -194,6 +195,21 @@ func testStreamEvents(t *testing.T, h Harness) {
 	wantReplay(t, log, "s", ids[2], "A", event{ids[3], `"3"`}, event{ids[4], `"4"`})
 	// The bound is per stream: B's event stays.
 	wantReplay(t, log, "s", other, "B")
+}
+
+// Empty events (priming) count toward the event bounds like any other.
+func testEmptyEvents(t *testing.T, h Harness) {
+	log := h.New(t, sessionstore.EventLogOptions{MaxStreamEvents: 2, MaxSessionEvents: 3}).Log
+	a0 := store(t, log, "s", "A", "")
+	a1 := store(t, log, "s", "A", "")
+	a2 := store(t, log, "s", "A", "")
+	wantUnknown(t, log, "s", a0)
+	wantReplay(t, log, "s", a1, "A", event{a2, ""})
+	b0 := store(t, log, "s", "B", "")
+	b1 := store(t, log, "s", "B", "")
+	wantUnknown(t, log, "s", a1)
+	wantReplay(t, log, "s", b0, "B", event{b1, ""})
+	wantReplay(t, log, "s", a2, "A")
 }
 
 func testStreamBytes(t *testing.T, h Harness) {

@@ -44,7 +44,7 @@ import (
 // is past its own; the hash keeps each stream's and the session's counts
 // and bytes. (XADD's MAXLEN ~ is not used: it trims approximately, and
 // counts no bytes.) A stream left empty is deleted, with its hash fields,
-// so the hash holds four fields per stream holding events.
+// so the hash holds five fields per stream holding events.
 //
 // # Expiry
 //
@@ -70,7 +70,8 @@ func (s *Store) EventLog(opts sessionstore.EventLogOptions) *EventLog {
 	return &EventLog{s: s, opts: opts.WithDefaults(), scripts: newEventScripts()}
 }
 
-// tagLen is the length of a log's tag: 60 random bits, base32.
+// tagLen is the length of a log's tag: 60 random bits, base32, the start
+// of the nonce (rand.Text) of the StoreEvent that made the log.
 const tagLen = 12
 
 // base is the prefix of the keys of a session's log.
@@ -88,10 +89,17 @@ func (l *EventLog) StoreEvent(ctx context.Context, sessionID, streamID string, m
 	if maxSize := l.opts.MaxEventBytes(); len(message) > maxSize {
 		return "", fmt.Errorf("redisstore: %s of %d bytes (at most %d): %w", op, len(message), maxSize, sessionstore.ErrEventTooLarge)
 	}
+	return l.store(ctx, sessionID, streamID, message, rand.Text())
+}
+
+// store is StoreEvent with the call's nonce, which a retry of the call
+// repeats.
+func (l *EventLog) store(ctx context.Context, sessionID, streamID string, message json.RawMessage, nonce string) (string, error) {
+	const op = "store an event"
 	ttl := ms(l.opts.TTL)
 	base := l.base(sessionID)
 	res, err := l.s.eval(ctx, l.scripts.store, []string{base + ":m", base + ":h"},
-		base, streamID, []byte(message), rand.Text()[:tagLen], ttl, max(ttl/4, 1),
+		base, streamID, []byte(message), nonce, ttl, max(ttl/4, 1),
 		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes)
 	if err != nil {
 		return "", fail(ctx, op, err)

@@ -5,7 +5,8 @@ import "github.com/redis/go-redis/v9"
 // The event log's scripts. Each session's events live under a base key B
 // (see EventLog.base): the hash B+":m" (fields tag, next, seq, cnt, bytes,
 // r, and per stream number N: "s:"+stream -> N, "n:"+N -> stream, "c:"+N
-// its event count, "b:"+N its bytes), the sorted set B+":h" of the numbers
+// its event count, "b:"+N its bytes, "k:"+stream the nonce and id of its
+// last StoreEvent), the sorted set B+":h" of the numbers
 // of the streams that hold events, each scored by the sequence number of
 // its oldest event, and one Redis stream B+":"+N per MCP stream, whose
 // entry ids are S+"-0" for the session's event sequence number S and whose
@@ -13,34 +14,58 @@ import "github.com/redis/go-redis/v9"
 // (ARGV[1]), like the prune helper of the record scripts; on Redis Cluster
 // the prefix's hash tag keeps them in one slot.
 
-// luaEventDrop drops the oldest event of stream number m and answers its
-// size; a stream left empty goes, key and hash fields. It updates the
-// session's totals and the stream's head in B+":h".
+// luaEventDrop drops the oldest event of stream number m and answers how
+// many events and bytes went; a stream left empty goes, key and hash
+// fields. It updates the session's totals and the stream's head in
+// B+":h". A stream whose key is gone (evicted by a maxmemory policy) is
+// forgotten whole, so the counts stay true.
 const luaEventDrop = `
+-- sub takes d from a hash field; never HINCRBY by 0, which Lua writes -0.
+local function sub(meta, f, d)
+  if d ~= 0 then redis.call('HINCRBY', meta, f, -d) end
+end
+local function forget(meta, heads, base, m)
+  redis.call('DEL', base .. ':' .. m)
+  local name = redis.call('HGET', meta, 'n:' .. m)
+  redis.call('HDEL', meta, 's:' .. name, 'k:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
+  redis.call('ZREM', heads, m)
+end
 local function drop(meta, heads, base, m)
   local k = base .. ':' .. m
   local h = redis.call('XRANGE', k, '-', '+', 'COUNT', 2)
+  if #h == 0 then
+    local c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
+    local b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or 0
+    sub(meta, 'cnt', c)
+    sub(meta, 'bytes', b)
+    forget(meta, heads, base, m)
+    return math.max(c, 1), b
+  end
   local sz = string.len(h[1][2][2])
   redis.call('XDEL', k, h[1][1])
   local c = redis.call('HINCRBY', meta, 'c:' .. m, -1)
-  redis.call('HINCRBY', meta, 'b:' .. m, -sz)
   redis.call('HINCRBY', meta, 'cnt', -1)
-  redis.call('HINCRBY', meta, 'bytes', -sz)
-  if c <= 0 then
-    redis.call('DEL', k)
-    local name = redis.call('HGET', meta, 'n:' .. m)
-    redis.call('HDEL', meta, 's:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
-    redis.call('ZREM', heads, m)
-  else
-    redis.call('ZADD', heads, string.match(h[2][1], '^%d+'), m)
+  sub(meta, 'bytes', sz)
+  sub(meta, 'b:' .. m, sz)
+  local b = tonumber(redis.call('HGET', meta, 'b:' .. m))
+  if #h == 1 then
+    -- The last one, whatever the counts say (after an eviction).
+    sub(meta, 'cnt', c)
+    sub(meta, 'bytes', b)
+    forget(meta, heads, base, m)
+    return 1 + c, sz + b
   end
-  return sz
+  redis.call('ZADD', heads, string.match(h[2][1], '^%d+'), m)
+  return 1, sz
 end
 `
 
-// KEYS: meta, heads. ARGV: base, stream, message, a new tag, ttl ms,
-// slack ms, max stream events, max stream bytes, max session events, max
-// session bytes. Answers {'OK', event id}.
+// KEYS: meta, heads. ARGV: base, stream, message, nonce (random; its
+// first 12 characters are the tag of a new log), ttl ms, slack ms, max
+// stream events, max stream bytes, max session events, max session bytes.
+// Answers {'OK', event id}. A call repeating the stream's last call (same
+// nonce: go-redis retried it after its connection broke) stores nothing
+// and answers the same id.
 //
 // Expiry: meta and heads get the ttl; a stream key gets ttl+slack when it
 // is stored to, and every stream key of the session gets it again once
@@ -54,12 +79,15 @@ local ttl, slack = tonumber(ARGV[5]), tonumber(ARGV[6])
 local maxSE, maxSB = tonumber(ARGV[7]), tonumber(ARGV[8])
 local maxE, maxB = tonumber(ARGV[9]), tonumber(ARGV[10])
 local now = now_ms()
-if redis.call('HSETNX', meta, 'tag', ARGV[4]) == 1 then
+if redis.call('HSETNX', meta, 'tag', string.sub(ARGV[4], 1, 12)) == 1 then
   redis.call('DEL', heads)
   redis.call('HSET', meta, 'r', now, 'next', 0, 'seq', 0, 'cnt', 0, 'bytes', 0)
 end
-local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r')
+local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream)
 local tag, n, refreshed = got[1], got[2], tonumber(got[3])
+if got[4] and string.sub(got[4], 1, #ARGV[4] + 1) == ARGV[4] .. ' ' then
+  return {'OK', string.sub(got[4], #ARGV[4] + 2)}
+end
 if not n then
   n = redis.call('HINCRBY', meta, 'next', 1)
   redis.call('DEL', base .. ':' .. n)
@@ -76,12 +104,12 @@ local cnt = redis.call('HINCRBY', meta, 'cnt', 1)
 local bytes = redis.call('HINCRBY', meta, 'bytes', size)
 -- The new event is never dropped: it fits both byte bounds alone.
 while sc > maxSE or sb > maxSB do
-  local sz = drop(meta, heads, base, n)
-  sc, sb, cnt, bytes = sc - 1, sb - sz, cnt - 1, bytes - sz
+  local dc, db = drop(meta, heads, base, n)
+  sc, sb, cnt, bytes = sc - dc, sb - db, cnt - dc, bytes - db
 end
 while cnt > maxE or bytes > maxB do
-  local sz = drop(meta, heads, base, redis.call('ZRANGE', heads, 0, 0)[1])
-  cnt, bytes = cnt - 1, bytes - sz
+  local dc, db = drop(meta, heads, base, redis.call('ZRANGE', heads, 0, 0)[1])
+  cnt, bytes = cnt - dc, bytes - db
 end
 redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', heads, ttl)
@@ -92,7 +120,9 @@ if now - refreshed >= slack then
   end
   redis.call('HSET', meta, 'r', now)
 end
-return {'OK', tag .. '-' .. n .. '-' .. seq}
+local id = tag .. '-' .. n .. '-' .. seq
+redis.call('HSET', meta, 'k:' .. stream, ARGV[4] .. ' ' .. id)
+return {'OK', id}
 `
 
 // KEYS: meta. ARGV: base, tag, stream number, sequence number. Answers

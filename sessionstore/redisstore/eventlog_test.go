@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,14 +133,45 @@ func TestEventLogManyStreamsBounded(t *testing.T) {
 		last = storeEvent(t, log, "s", strconv.Itoa(i), "{}")
 	}
 	base := prefix + "events:1:s"
-	if n, err := e.raw.HLen(t.Context(), base+":m").Result(); err != nil || n > 4*maxEvents+6 {
-		t.Fatalf("HLEN = %d, %v; want at most %d", n, err, 4*maxEvents+6)
+	if n, err := e.raw.HLen(t.Context(), base+":m").Result(); err != nil || n > 5*maxEvents+6 {
+		t.Fatalf("HLEN = %d, %v; want at most %d", n, err, 5*maxEvents+6)
 	}
 	if keys := e.keys(t, base+":*"); len(keys) != maxEvents+2 {
 		t.Fatalf("%d keys, want %d", len(keys), maxEvents+2)
 	}
 	if _, err := log.ReplayEventsAfter(t.Context(), "s", last, func(string, json.RawMessage) error { return nil }); err != nil {
 		t.Fatalf("replay after the last event: %v", err)
+	}
+}
+
+// A stream key that Redis evicted (a maxmemory policy) leaves counts that
+// no longer hold: the log forgets that stream when it comes to drop from
+// it, and goes on.
+func TestEventLogEvictedStreamKey(t *testing.T) {
+	e := newEnv(t)
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{MaxSessionEvents: 3})
+	a := storeEvent(t, log, "s", "A", "1")
+	storeEvent(t, log, "s", "A", "2")
+	b0 := storeEvent(t, log, "s", "B", "3")
+	if err := e.raw.Del(t.Context(), prefix+"events:1:s:1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A's two events are forgotten, making room for these two.
+	b1 := storeEvent(t, log, "s", "B", "4")
+	b2 := storeEvent(t, log, "s", "B", "5")
+	var got []string
+	if _, err := log.ReplayEventsAfter(t.Context(), "s", b0, func(id string, _ json.RawMessage) error {
+		got = append(got, id)
+		return nil
+	}); err != nil || !slices.Equal(got, []string{b1, b2}) {
+		t.Fatalf("replay after b0 sent %v, %v; want %v", got, err, []string{b1, b2})
+	}
+	_, err := log.ReplayEventsAfter(t.Context(), "s", a, func(string, json.RawMessage) error { return nil })
+	if !errors.Is(err, sessionstore.ErrUnknownEventID) {
+		t.Fatalf("replay after an evicted event: err = %v, want ErrUnknownEventID", err)
+	}
+	if keys := e.keys(t, prefix+"events:1:s:*"); len(keys) != 3 {
+		t.Fatalf("keys %v, want the hash, the sorted set and B's stream", keys)
 	}
 }
 
