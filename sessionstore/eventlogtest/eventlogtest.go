@@ -363,22 +363,28 @@ func testPeer(t *testing.T, h Harness) {
 	wantUnknown(t, inst.Log, "s", a0)
 }
 
-// Concurrent StoreEvent calls on one stream: every id is distinct, and a
+// Concurrent StoreEvent calls on one stream (through the peer too, for
+// half the callers, where there is one): every id is distinct, and a
 // replay sends every event once, each caller's in the order it stored
 // them.
 func testConcurrent(t *testing.T, h Harness) {
 	const writers, each = 8, 25
-	log := h.New(t, sessionstore.EventLogOptions{}).Log
+	inst := h.New(t, sessionstore.EventLogOptions{})
+	log := inst.Log
 	first := store(t, log, "s", "A", "start")
 	ids := make([][]string, writers)
 	errs := make(chan error, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
+		wlog := log
+		if inst.Peer != nil && w%2 == 1 {
+			wlog = inst.Peer
+		}
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			for i := range each {
-				id, err := log.StoreEvent(ctx, "s", "A", json.RawMessage(fmt.Sprintf(`[%d,%d]`, w, i)))
+				id, err := wlog.StoreEvent(ctx, "s", "A", json.RawMessage(fmt.Sprintf(`[%d,%d]`, w, i)))
 				if err != nil {
 					errs <- err
 					return
