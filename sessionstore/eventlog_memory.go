@@ -18,6 +18,17 @@ import (
 // default: sixteen sessions at the default per-session bound.
 const DefaultMemoryEventLogBytes = 256 << 20
 
+// What MemoryEventLog counts toward MaxTotalBytes for its own structures,
+// on top of the messages: per event, per stream holding events, per
+// session holding events. They are measured heap figures, rounded up
+// (TestMemoryEventLogOverheads), so that MaxTotalBytes bounds the heap the
+// log keeps, however small the messages.
+const (
+	MemoryEventOverhead   = 128
+	MemoryStreamOverhead  = 256
+	MemorySessionOverhead = 1024
+)
+
 // ErrEventLogFull is returned by MemoryEventLog.StoreEvent when storing the
 // message would take the log past MaxTotalBytes: the message is not stored
 // (a transport sends it without an id). Room comes back as sessions are
@@ -29,9 +40,12 @@ var ErrEventLogFull = errors.New("sessionstore: event log full")
 type MemoryEventLogOptions struct {
 	// EventLogOptions bound each stream and session, and set the TTL.
 	EventLogOptions
-	// MaxTotalBytes bounds the bytes of messages kept for all sessions
-	// together (DefaultMemoryEventLogBytes when <= 0): past it, StoreEvent
-	// refuses with ErrEventLogFull rather than drop another session's
+	// MaxTotalBytes bounds what the log keeps for all sessions together
+	// (DefaultMemoryEventLogBytes when <= 0): the messages' bytes plus
+	// MemoryEventOverhead per event, MemoryStreamOverhead per stream and
+	// MemorySessionOverhead per session. A StoreEvent that would take the
+	// log past it, before the session's own bounds drop anything, is
+	// refused with ErrEventLogFull rather than drop another session's
 	// events.
 	MaxTotalBytes int
 	// Now supplies the time for expiries; time.Now when nil.
@@ -59,7 +73,7 @@ type MemoryEventLog struct {
 	sessions map[string]*memoryLog
 	due      dueHeap // when session logs may lapse (see memoryLog.due)
 	gen      uint64  // the last log number given
-	total    int     // message bytes kept, all sessions
+	total    int     // the cost of all sessions (memoryLog.cost)
 	peak     int     // the most sessions since the map was last remade
 }
 
@@ -71,7 +85,8 @@ type memoryLog struct {
 	nextNum uint64 // the last stream number given
 	seq     uint64 // the last event number given
 	events  int
-	bytes   int
+	bytes   int // message bytes
+	cost    int // bytes and overheads: what counts toward MaxTotalBytes
 	// order has an entry per event in the order stored, for dropping the
 	// session's oldest whatever its stream. An event its stream dropped
 	// keeps its entry until it reaches the front or order is compacted.
@@ -138,21 +153,29 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	defer l.mu.Unlock()
 	now := l.now()
 	l.sweepLocked(now, sweepBudget)
-	if l.total+size > l.maxTotal {
-		return "", fmt.Errorf("store an event of %d bytes: %w (%d bytes kept)", size, ErrEventLogFull, l.total)
-	}
 	lg := l.lookup(sessionID, now)
+	cost := size + MemoryEventOverhead
+	if lg == nil {
+		cost += MemorySessionOverhead + MemoryStreamOverhead
+	} else if lg.streams[streamID] == nil {
+		cost += MemoryStreamOverhead
+	}
+	if l.total+cost > l.maxTotal {
+		return "", fmt.Errorf("store an event of %d bytes: %w (%d of %d bytes used)", size, ErrEventLogFull, l.total, l.maxTotal)
+	}
 	if lg == nil {
 		l.gen++
 		lg = &memoryLog{gen: l.gen, streams: make(map[string]*memoryStream), byNum: make(map[uint64]*memoryStream)}
 		l.sessions[sessionID] = lg
 		l.peak = max(l.peak, len(l.sessions))
+		lg.cost = MemorySessionOverhead
 	}
 	s := lg.streams[streamID]
 	if s == nil {
 		lg.nextNum++
 		s = &memoryStream{id: streamID, num: lg.nextNum}
 		lg.streams[streamID], lg.byNum[s.num] = s, s
+		lg.cost += MemoryStreamOverhead
 	}
 	lg.seq++
 	s.events.push(memoryEvent{seq: lg.seq, msg: msg})
@@ -160,7 +183,8 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	s.bytes += size
 	lg.events++
 	lg.bytes += size
-	l.total += size
+	lg.cost += size + MemoryEventOverhead
+	l.total += cost
 
 	// The new event is never dropped: it fits both byte bounds alone.
 	for s.events.len() > l.opts.MaxStreamEvents || s.bytes > l.opts.MaxStreamBytes {
@@ -190,11 +214,14 @@ func (l *MemoryEventLog) dropOldest(lg *memoryLog, s *memoryStream) {
 	s.bytes -= len(ev.msg)
 	lg.events--
 	lg.bytes -= len(ev.msg)
-	l.total -= len(ev.msg)
+	freed := len(ev.msg) + MemoryEventOverhead
 	if s.events.len() == 0 {
 		delete(lg.streams, s.id)
 		delete(lg.byNum, s.num)
+		freed += MemoryStreamOverhead
 	}
+	lg.cost -= freed
+	l.total -= freed
 }
 
 // ReplayEventsAfter implements EventLog. It copies the events to send
@@ -266,7 +293,7 @@ func (l *MemoryEventLog) lookup(sessionID string, now time.Time) *memoryLog {
 }
 
 func (l *MemoryEventLog) dropLog(sessionID string, lg *memoryLog) {
-	l.total -= lg.bytes
+	l.total -= lg.cost
 	delete(l.sessions, sessionID)
 }
 

@@ -93,25 +93,76 @@ func TestMemoryEventLogTTLRefreshedByStore(t *testing.T) {
 
 func nopSend(string, json.RawMessage) error { return nil }
 
-// MaxTotalBytes bounds all sessions together: past it StoreEvent refuses,
-// and a purge makes room again.
+// MaxTotalBytes bounds all sessions together, overheads included: past
+// it StoreEvent refuses, and a purge makes room again.
 func TestMemoryEventLogTotalBound(t *testing.T) {
-	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{MaxTotalBytes: 100})
+	const size = 25
+	perSession := size + sessionstore.MemoryEventOverhead + sessionstore.MemoryStreamOverhead + sessionstore.MemorySessionOverhead
+	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{MaxTotalBytes: 4 * perSession})
 	ctx := t.Context()
-	msg := json.RawMessage(strings.Repeat("x", 25))
+	msg := json.RawMessage(strings.Repeat("x", size))
 	for i := range 4 {
 		if _, err := log.StoreEvent(ctx, fmt.Sprint("s", i), "A", msg); err != nil {
 			t.Fatalf("StoreEvent %d, within the bound: %v", i, err)
 		}
 	}
+	for _, stream := range []string{"A", "B"} { // a new event, a new stream
+		if _, err := log.StoreEvent(ctx, "s0", stream, json.RawMessage("")); !errors.Is(err, sessionstore.ErrEventLogFull) {
+			t.Fatalf("StoreEvent of an empty event on %s past MaxTotalBytes: err = %v, want ErrEventLogFull", stream, err)
+		}
+	}
 	if _, err := log.StoreEvent(ctx, "s4", "A", msg); !errors.Is(err, sessionstore.ErrEventLogFull) {
-		t.Fatalf("StoreEvent past MaxTotalBytes: err = %v, want ErrEventLogFull", err)
+		t.Fatalf("StoreEvent for a new session past MaxTotalBytes: err = %v, want ErrEventLogFull", err)
 	}
 	if err := log.PurgeSession(ctx, "s0"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := log.StoreEvent(ctx, "s4", "A", msg); err != nil {
 		t.Fatalf("StoreEvent after a purge made room: %v", err)
+	}
+}
+
+// The overheads MemoryEventLog counts toward MaxTotalBytes are at least
+// what it keeps on the heap per session, per stream and per event (empty
+// messages, so only the log's own structures count).
+func TestMemoryEventLogOverheads(t *testing.T) {
+	const n = 5000
+	ctx := t.Context()
+	measure := func(what string, store func(log *sessionstore.MemoryEventLog, i int)) float64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{
+			EventLogOptions: sessionstore.EventLogOptions{MaxStreamEvents: n}, // keep all n
+		})
+		for i := range n {
+			store(log, i)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(log)
+		per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+		t.Logf("%s: %.0f heap bytes each", what, per)
+		return per
+	}
+	must := func(_ string, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := measure("event", func(log *sessionstore.MemoryEventLog, i int) {
+		must(log.StoreEvent(ctx, "s", "A", nil))
+	})
+	st := measure("stream with an event", func(log *sessionstore.MemoryEventLog, i int) {
+		must(log.StoreEvent(ctx, "s", fmt.Sprintf("%036d", i), nil))
+	})
+	se := measure("session with a stream and an event", func(log *sessionstore.MemoryEventLog, i int) {
+		must(log.StoreEvent(ctx, fmt.Sprintf("%036d", i), fmt.Sprintf("%036d", i), nil))
+	})
+	if ev > sessionstore.MemoryEventOverhead || st > sessionstore.MemoryStreamOverhead+sessionstore.MemoryEventOverhead ||
+		se > sessionstore.MemorySessionOverhead+sessionstore.MemoryStreamOverhead+sessionstore.MemoryEventOverhead {
+		t.Fatalf("measured %.0f per event, %.0f per stream, %.0f per session (each with what it holds); counted %d, %d, %d",
+			ev, st, se, sessionstore.MemoryEventOverhead, sessionstore.MemoryStreamOverhead, sessionstore.MemorySessionOverhead)
 	}
 }
 
