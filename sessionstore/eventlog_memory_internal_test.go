@@ -20,7 +20,7 @@ func TestMemoryEventLogLazySweep(t *testing.T) {
 		}
 	}
 	clk.Advance(time.Minute)
-	live := 0 // bytes stored for the live session
+	live := 0 // message bytes stored for the live session
 	for i := range n/sweepBudget + 1 {
 		msg := fmt.Sprint(i)
 		live += len(msg)
@@ -30,8 +30,11 @@ func TestMemoryEventLogLazySweep(t *testing.T) {
 	}
 	l.mu.Lock()
 	sessions, total, due := len(l.sessions), l.total, l.due.Len()
+	lg := l.sessions["live"]
 	l.mu.Unlock()
-	if sessions != 1 || due != 1 || total != live {
+	stores := n/sweepBudget + 1
+	if want := live + stores*MemoryEventOverhead + MemoryStreamOverhead + MemorySessionOverhead; sessions != 1 || due != 1 ||
+		lg == nil || lg.bytes != live || total != want {
 		t.Fatalf("after the stores: %d sessions, %d due, %d bytes; want only the live session's", sessions, due, total)
 	}
 }
