@@ -56,6 +56,16 @@ import (
 // one PEXPIRE per stream once per quarter TTL. PurgeSession deletes every
 // key of the session; after an expiry, the stream keys lapse by
 // themselves.
+//
+// # Retries and evictions
+//
+// go-redis may repeat a call whose connection broke: StoreEvent passes a
+// random nonce, and a call that repeats the stream's last one stores
+// nothing and answers the same id. A Redis whose maxmemory policy evicts
+// keys can drop events before their bounds or TTL do; replaying after
+// them answers ErrUnknownEventID, and the log forgets a stream whose key
+// it finds gone, so its counts stay true. Run Redis with noeviction (or
+// accept that).
 type EventLog struct {
 	s       *Store
 	opts    sessionstore.EventLogOptions

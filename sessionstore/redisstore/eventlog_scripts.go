@@ -108,7 +108,9 @@ while sc > maxSE or sb > maxSB do
   sc, sb, cnt, bytes = sc - dc, sb - db, cnt - dc, bytes - db
 end
 while cnt > maxE or bytes > maxB do
-  local dc, db = drop(meta, heads, base, redis.call('ZRANGE', heads, 0, 0)[1])
+  local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
+  if not oldest then break end -- heads evicted by a maxmemory policy
+  local dc, db = drop(meta, heads, base, oldest)
   cnt, bytes = cnt - dc, bytes - db
 end
 redis.call('PEXPIRE', meta, ttl)
