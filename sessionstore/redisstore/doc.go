@@ -31,7 +31,9 @@
 // ErrNoSubscribers when Redis counted no subscriber; P+"broadcast" is the
 // channel of broadcasts (sessionstore.Broadcaster), shared by every Store
 // under the prefix; P+"wake:"+random is a Store's private channel for
-// waking its own dispatcher. Every operation on records and leases is one
+// waking its own dispatcher. The event log (Store.EventLog) keeps each
+// session's events under P+"events:"+len(id)+":"+id (see EventLog). Every
+// operation on records and leases is one
 // command or one Lua script, so each is atomic; times are the server's
 // (TIME).
 //

@@ -38,7 +38,7 @@ func newEnv(t *testing.T) *env {
 	return &env{addr: addr, raw: newClient(t, addr)}
 }
 
-func newClient(t *testing.T, addr string) *redis.Client {
+func newClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c

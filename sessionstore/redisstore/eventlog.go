@@ -1,0 +1,240 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// EventLog is a sessionstore.EventLog on Redis Streams, under its Store's
+// prefix: a client can resume, on any replica whose Store shares the Redis
+// and prefix, a stream that another replica logged. Make one with
+// Store.EventLog. It is safe for concurrent use.
+//
+// Each call is one Lua script, so each is atomic: concurrent StoreEvent
+// calls on one stream get ids in the order the events are kept, and a
+// replay sees a consistent log. Calls are bounded by the Store's
+// OpTimeout, and one that fails because Redis is unreachable or not ready
+// wraps ErrUnavailable. Times are the Redis server's.
+//
+// # Layout
+//
+// A session's events are under the base key P+"events:"+len(id)+":"+id
+// (the length keeps any session id apart from the suffixes): a hash
+// (suffix ":m") with the log's tag, counters and the number of each
+// stream, a sorted set (":h") of the streams holding events scored by
+// their oldest event, and one Redis stream per MCP stream (":"+number),
+// whose entries are the events. An event id is tag-N-S: the log's random
+// tag (a new one after a purge or expiry, so ids of another session or of
+// an earlier log of the same session are unknown), the stream's number N
+// and the event's sequence number S within the session, which is also its
+// entry id (S-0).
+//
+// # Bounds
+//
+// StoreEvent enforces every bound in the same script, exactly: after the
+// XADD it drops the stream's oldest entries while the stream is past its
+// event or byte bound, then the session's oldest (the stream first in the
+// sorted set, whose head is the session's oldest event) while the session
+// is past its own; the hash keeps each stream's and the session's counts
+// and bytes. (XADD's MAXLEN ~ is not used: it trims approximately, and
+// counts no bytes.) A stream left empty is deleted, with its hash fields,
+// so the hash holds five fields per stream holding events.
+//
+// # Expiry
+//
+// The hash and the sorted set expire the TTL after the session's last
+// StoreEvent, and with them every id. A stream key gets the TTL plus a
+// quarter of it when stored to, and all of the session's stream keys get
+// it again once a quarter of the TTL has passed since they last did: so
+// they outlive the hash, by at most a quarter of the TTL, at the cost of
+// one PEXPIRE per stream once per quarter TTL. PurgeSession deletes every
+// key of the session; after an expiry, the stream keys lapse by
+// themselves.
+//
+// # Retries and evictions
+//
+// go-redis may repeat a call whose connection broke: StoreEvent passes a
+// random nonce, and a call that repeats the stream's last one stores
+// nothing and answers the same id. A Redis whose maxmemory policy evicts
+// keys can drop events before their bounds or TTL do; replaying after
+// them answers ErrUnknownEventID, and the log forgets a stream whose key
+// it finds gone, so its counts stay true. Run Redis with noeviction (or
+// accept that).
+type EventLog struct {
+	s       *Store
+	opts    sessionstore.EventLogOptions
+	scripts eventScripts
+}
+
+var _ sessionstore.EventLog = (*EventLog)(nil)
+
+// EventLog returns an event log on the Store's client and prefix, bounded
+// by opts (zero fields take their defaults).
+func (s *Store) EventLog(opts sessionstore.EventLogOptions) *EventLog {
+	return &EventLog{s: s, opts: opts.WithDefaults(), scripts: newEventScripts()}
+}
+
+// tagLen is the length of a log's tag: 60 random bits, base32, the start
+// of the nonce (rand.Text) of the StoreEvent that made the log.
+const tagLen = 12
+
+// base is the prefix of the keys of a session's log.
+func (l *EventLog) base(sessionID string) string {
+	return l.s.opts.Prefix + "events:" + strconv.Itoa(len(sessionID)) + ":" + sessionID
+}
+
+// StoreEvent implements sessionstore.EventLog. It refuses a message over
+// EventLogOptions.MaxEventBytes with sessionstore.ErrEventTooLarge.
+func (l *EventLog) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+	const op = "store an event"
+	if sessionID == "" || streamID == "" {
+		return "", fmt.Errorf("redisstore: %s: empty session or stream id", op)
+	}
+	if maxSize := l.opts.MaxEventBytes(); len(message) > maxSize {
+		return "", fmt.Errorf("redisstore: %s of %d bytes (at most %d): %w", op, len(message), maxSize, sessionstore.ErrEventTooLarge)
+	}
+	return l.store(ctx, sessionID, streamID, message, rand.Text())
+}
+
+// store is StoreEvent with the call's nonce, which a retry of the call
+// repeats.
+func (l *EventLog) store(ctx context.Context, sessionID, streamID string, message json.RawMessage, nonce string) (string, error) {
+	const op = "store an event"
+	ttl := ms(l.opts.TTL)
+	base := l.base(sessionID)
+	res, err := l.s.eval(ctx, l.scripts.store, []string{base + ":m", base + ":h"},
+		base, streamID, []byte(message), nonce, ttl, max(ttl/4, 1),
+		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes)
+	if err != nil {
+		return "", fail(ctx, op, err)
+	}
+	if _, err := eventStatus(op, res); err != nil {
+		return "", err
+	}
+	return field[string](op, res, 1)
+}
+
+// ReplayEventsAfter implements sessionstore.EventLog. It reads the events
+// to send in one call to Redis (at most a stream's bound of them) and
+// calls send after it.
+func (l *EventLog) ReplayEventsAfter(ctx context.Context, sessionID, lastEventID string, send func(eventID string, message json.RawMessage) error) (string, error) {
+	const op = "replay events"
+	tag, num, seq, ok := parseEventID(lastEventID)
+	if !ok {
+		return "", unknownEvent(lastEventID)
+	}
+	base := l.base(sessionID)
+	res, err := l.s.eval(ctx, l.scripts.replay, []string{base + ":m"}, base, tag, num, seq)
+	if err != nil {
+		return "", fail(ctx, op, err)
+	}
+	known, err := eventStatus(op, res)
+	if err != nil {
+		return "", err
+	}
+	if !known {
+		return "", unknownEvent(lastEventID)
+	}
+	stream, err := field[string](op, res, 1)
+	if err != nil {
+		return "", err
+	}
+	entries, err := field[[]any](op, res, 2)
+	if err != nil {
+		return "", err
+	}
+	prefix := tag + "-" + num + "-"
+	for _, e := range entries {
+		id, msg, err := entry(op, e)
+		if err != nil {
+			return "", err
+		}
+		if err := send(prefix+id, json.RawMessage(msg)); err != nil {
+			return "", err
+		}
+	}
+	return stream, nil
+}
+
+// PurgeSession implements sessionstore.EventLog.
+func (l *EventLog) PurgeSession(ctx context.Context, sessionID string) error {
+	const op = "purge a session's events"
+	base := l.base(sessionID)
+	if _, err := l.s.eval(ctx, l.scripts.purge, []string{base + ":m", base + ":h"}, base); err != nil {
+		return fail(ctx, op, err)
+	}
+	return nil
+}
+
+// eventStatus reads the status of an event script: known is false for
+// UNKNOWN.
+func eventStatus(op string, res []any) (known bool, err error) {
+	st, err := field[string](op, res, 0)
+	switch {
+	case err != nil:
+		return false, err
+	case st == statusOK:
+		return true, nil
+	case st == "UNKNOWN":
+		return false, nil
+	}
+	return false, fmt.Errorf("redisstore: %s: unexpected script status %q", op, st)
+}
+
+// entry reads one XRANGE entry, [S-0, [d, message]], as S and message.
+func entry(op string, e any) (seq, msg string, err error) {
+	kv, ok := e.([]any)
+	if ok && len(kv) == 2 {
+		id, ok1 := kv[0].(string)
+		fields, ok2 := kv[1].([]any)
+		if ok1 && ok2 && len(fields) == 2 {
+			seq, ok1 = strings.CutSuffix(id, "-0")
+			msg, ok2 = fields[1].(string)
+			if ok1 && ok2 {
+				return seq, msg, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("redisstore: %s: malformed stream entry %v", op, e)
+}
+
+// parseEventID splits an id of this log into its tag, stream number and
+// sequence number; ok is false for anything else, which is then never
+// sent to Redis.
+func parseEventID(id string) (tag, num, seq string, ok bool) {
+	parts := strings.Split(id, "-")
+	if len(parts) != 3 || len(parts[0]) != tagLen || !decimal(parts[1]) || !decimal(parts[2]) {
+		return "", "", "", false
+	}
+	for _, c := range []byte(parts[0]) {
+		if !('A' <= c && c <= 'Z' || '2' <= c && c <= '7') {
+			return "", "", "", false
+		}
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
+// decimal reports whether s is a positive integer as the scripts write
+// it: digits, no leading zero, at most 15 of them (Lua's numbers are exact
+// to 2^53).
+func decimal(s string) bool {
+	if s == "" || len(s) > 15 || s[0] == '0' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func unknownEvent(id string) error {
+	return fmt.Errorf("redisstore: replay events after %q: %w", id, sessionstore.ErrUnknownEventID)
+}

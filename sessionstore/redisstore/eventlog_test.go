@@ -1,0 +1,301 @@
+package redisstore_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+	"github.com/lifeline-mcp/lifeline/sessionstore/eventlogtest"
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+func TestEventLogConformance(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	e := &env{addr: testutil.StartRedis(t)}
+	e.raw = newClient(t, e.addr)
+	n := 0
+	eventlogtest.Run(t, eventlogtest.Harness{
+		ExpiryTTL: 300 * time.Millisecond,
+		New: func(t *testing.T, opts sessionstore.EventLogOptions) eventlogtest.Instance {
+			// Each log gets a prefix of its own on the shared server.
+			n++
+			p := fmt.Sprintf("conf%d:", n)
+			return eventlogtest.Instance{
+				Log:  e.store(t, redisstore.Options{Prefix: p}).EventLog(opts),
+				Peer: e.store(t, redisstore.Options{Prefix: p}).EventLog(opts),
+				Expire: func(t *testing.T, lapsed func() bool) {
+					t.Helper()
+					holds(t, "the events to lapse", lapsed)
+				},
+			}
+		},
+	})
+}
+
+func storeEvent(t *testing.T, log *redisstore.EventLog, session, stream, msg string) string {
+	t.Helper()
+	id, err := log.StoreEvent(t.Context(), session, stream, json.RawMessage(msg))
+	if err != nil {
+		t.Fatalf("StoreEvent(%s, %s): %v", session, stream, err)
+	}
+	return id
+}
+
+// keys lists the raw keys matching pattern.
+func (e *env) keys(t *testing.T, pattern string) []string {
+	t.Helper()
+	keys, err := e.raw.Keys(t.Context(), pattern).Result()
+	if err != nil {
+		t.Fatalf("KEYS %s: %v", pattern, err)
+	}
+	return keys
+}
+
+// Every key of a session's log is under the prefix, and PurgeSession
+// deletes all of them, leaving another session's alone.
+func TestEventLogKeysAndPurge(t *testing.T) {
+	e := newEnv(t)
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{})
+	for i := range 6 {
+		storeEvent(t, log, "a:b", fmt.Sprint("stream-", i%3), "{}")
+		storeEvent(t, log, "other", "x", "{}")
+	}
+	all := e.keys(t, "*")
+	for _, k := range all {
+		if !strings.HasPrefix(k, prefix+"events:") {
+			t.Fatalf("key %q is not under %q", k, prefix+"events:")
+		}
+	}
+	if got := len(e.keys(t, prefix+"events:3:a:b:*")); got != 5 { // hash, sorted set, three streams
+		t.Fatalf("session a:b has %d keys (%v), want 5", got, all)
+	}
+	if err := log.PurgeSession(t.Context(), "a:b"); err != nil {
+		t.Fatalf("PurgeSession: %v", err)
+	}
+	if left := e.keys(t, prefix+"events:3:a:b:*"); len(left) > 0 {
+		t.Fatalf("PurgeSession left %v", left)
+	}
+	if got := len(e.keys(t, prefix+"events:5:other:*")); got != 3 {
+		t.Fatalf("the other session has %d keys after the purge, want 3", got)
+	}
+}
+
+// Every key of a session's log carries a TTL, refreshed by StoreEvent: the
+// hash and sorted set get the TTL, the streams at least as much.
+func TestEventLogTTLs(t *testing.T) {
+	e := newEnv(t)
+	const ttl = time.Hour
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{TTL: ttl})
+	storeEvent(t, log, "s", "A", "1")
+	storeEvent(t, log, "s", "B", "2")
+	base := prefix + "events:1:s"
+	for _, k := range []string{base + ":m", base + ":h"} {
+		if d := e.pttl(t, k); d <= ttl-time.Minute || d > ttl {
+			t.Fatalf("PTTL %s = %v, want about %v", k, d, ttl)
+		}
+	}
+	for _, k := range []string{base + ":1", base + ":2"} {
+		if d := e.pttl(t, k); d < ttl-time.Minute || d > ttl+ttl/4 {
+			t.Fatalf("PTTL %s = %v, want between %v and %v", k, d, ttl, ttl+ttl/4)
+		}
+	}
+	// A store refreshes what has lapsed partly.
+	if err := e.raw.PExpire(t.Context(), base+":m", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	storeEvent(t, log, "s", "A", "3")
+	if d := e.pttl(t, base+":m"); d <= ttl-time.Minute {
+		t.Fatalf("PTTL of the hash after a store = %v, want about %v", d, ttl)
+	}
+}
+
+// The hash of a session's log stays bounded however many streams the
+// session opens: a stream whose events were all dropped leaves no field
+// and no key.
+func TestEventLogManyStreamsBounded(t *testing.T) {
+	e := newEnv(t)
+	const maxEvents = 20
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{MaxSessionEvents: maxEvents})
+	var last string
+	for i := range 200 {
+		last = storeEvent(t, log, "s", strconv.Itoa(i), "{}")
+	}
+	base := prefix + "events:1:s"
+	if n, err := e.raw.HLen(t.Context(), base+":m").Result(); err != nil || n > 5*maxEvents+6 {
+		t.Fatalf("HLEN = %d, %v; want at most %d", n, err, 5*maxEvents+6)
+	}
+	if keys := e.keys(t, base+":*"); len(keys) != maxEvents+2 {
+		t.Fatalf("%d keys, want %d", len(keys), maxEvents+2)
+	}
+	if _, err := log.ReplayEventsAfter(t.Context(), "s", last, func(string, json.RawMessage) error { return nil }); err != nil {
+		t.Fatalf("replay after the last event: %v", err)
+	}
+}
+
+// A stream key that Redis evicted (a maxmemory policy) leaves counts that
+// no longer hold: the log forgets that stream when it comes to drop from
+// it, and goes on.
+func TestEventLogEvictedStreamKey(t *testing.T) {
+	e := newEnv(t)
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{MaxSessionEvents: 3})
+	a := storeEvent(t, log, "s", "A", "1")
+	storeEvent(t, log, "s", "A", "2")
+	b0 := storeEvent(t, log, "s", "B", "3")
+	if err := e.raw.Del(t.Context(), prefix+"events:1:s:1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A's two events are forgotten, making room for these two.
+	b1 := storeEvent(t, log, "s", "B", "4")
+	b2 := storeEvent(t, log, "s", "B", "5")
+	var got []string
+	if _, err := log.ReplayEventsAfter(t.Context(), "s", b0, func(id string, _ json.RawMessage) error {
+		got = append(got, id)
+		return nil
+	}); err != nil || !slices.Equal(got, []string{b1, b2}) {
+		t.Fatalf("replay after b0 sent %v, %v; want %v", got, err, []string{b1, b2})
+	}
+	_, err := log.ReplayEventsAfter(t.Context(), "s", a, func(string, json.RawMessage) error { return nil })
+	if !errors.Is(err, sessionstore.ErrUnknownEventID) {
+		t.Fatalf("replay after an evicted event: err = %v, want ErrUnknownEventID", err)
+	}
+	if keys := e.keys(t, prefix+"events:1:s:*"); len(keys) != 3 {
+		t.Fatalf("keys %v, want the hash, the sorted set and B's stream", keys)
+	}
+}
+
+// Stores on two prefixes share nothing: an id of one is unknown to the
+// other, even for the same session.
+func TestEventLogPrefixesApart(t *testing.T) {
+	e := newEnv(t)
+	a := e.store(t, redisstore.Options{Prefix: "a:"}).EventLog(sessionstore.EventLogOptions{})
+	b := e.store(t, redisstore.Options{Prefix: "b:"}).EventLog(sessionstore.EventLogOptions{})
+	id := storeEvent(t, a, "s", "A", "1")
+	storeEvent(t, b, "s", "A", "1")
+	_, err := b.ReplayEventsAfter(t.Context(), "s", id, func(string, json.RawMessage) error { return nil })
+	if !errors.Is(err, sessionstore.ErrUnknownEventID) {
+		t.Fatalf("replay on another prefix: err = %v, want ErrUnknownEventID", err)
+	}
+}
+
+// With Redis hung, every call returns within OpTimeout (the caller's
+// context has no deadline) with ErrUnavailable; with Redis stopped too.
+func TestEventLogRedisDown(t *testing.T) {
+	t.Parallel()
+	awaitDialProbers(t)
+	srv := testutil.StartRedisServer(t)
+	e := &env{addr: srv.Addr(), raw: newClient(t, srv.Addr())}
+	log := e.store(t, redisstore.Options{OpTimeout: 300 * time.Millisecond}).EventLog(sessionstore.EventLogOptions{})
+	id := storeEvent(t, log, "s", "A", "1")
+	calls := map[string]func() error{
+		"StoreEvent": func() error { _, err := log.StoreEvent(t.Context(), "s", "A", json.RawMessage("2")); return err },
+		"ReplayEventsAfter": func() error {
+			_, err := log.ReplayEventsAfter(t.Context(), "s", id, func(string, json.RawMessage) error { return nil })
+			return err
+		},
+		"PurgeSession": func() error { return log.PurgeSession(t.Context(), "s") },
+	}
+	check := func(state string) {
+		for name, call := range calls {
+			done := make(chan error, 1)
+			go func() { done <- call() }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, redisstore.ErrUnavailable) {
+					t.Errorf("%s with Redis %s: err = %v, want ErrUnavailable", name, state, err)
+				}
+			case <-time.After(wait):
+				t.Fatalf("%s with Redis %s did not return within %v", name, state, wait)
+			}
+		}
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	check("hung")
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	check("stopped")
+}
+
+// BenchmarkStoreEvent stores events of 200 bytes and reports the Redis
+// server's memory per stored event (INFO used_memory, the 200 bytes
+// included): on ten streams of each of 100 sessions (each stream's key
+// and hash fields shared by few events), and on one long stream.
+func BenchmarkStoreEvent(b *testing.B) {
+	b.Run("redis-1000streams", func(b *testing.B) {
+		var ids [][2]string
+		for st := range 10 {
+			for s := range 100 {
+				ids = append(ids, [2]string{fmt.Sprintf("session-%03d", s), fmt.Sprintf("stream-%02d-00000000-0000-0000-0000", st)})
+			}
+		}
+		benchRedisStore(b, ids, sessionstore.EventLogOptions{}, 100*sessionstore.DefaultMaxSessionEvents)
+	})
+	b.Run("redis-1stream", func(b *testing.B) {
+		const most = 1 << 20
+		opts := sessionstore.EventLogOptions{MaxStreamEvents: most, MaxSessionEvents: most, MaxStreamBytes: 1 << 30, MaxSessionBytes: 1 << 30}
+		benchRedisStore(b, [][2]string{{"session", "stream-00000000-0000-0000-0000"}}, opts, most)
+	})
+}
+
+func benchRedisStore(b *testing.B, ids [][2]string, opts sessionstore.EventLogOptions, most int) {
+	addr := testutil.StartRedis(b)
+	raw := newClient(b, addr)
+	store := redisstore.New(newClient(b, addr), redisstore.Options{Prefix: prefix})
+	b.Cleanup(func() { store.Close() })
+	log := store.EventLog(opts)
+	msg := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"abc","progress":1,"total":10,"message":"` + strings.Repeat("p", 200-97) + `"}}`)
+	before := usedMemory(b, raw)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := ids[i%len(ids)]
+		if _, err := log.StoreEvent(b.Context(), id[0], id[1], msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(usedMemory(b, raw)-before)/float64(min(b.N, most)), "redis-B/event")
+	// The server's own time per script, apart from the round trip.
+	if st, err := raw.Info(b.Context(), "commandstats").Result(); err == nil {
+		for line := range strings.Lines(st) {
+			if strings.HasPrefix(line, "cmdstat_evalsha") {
+				b.Log(strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// usedMemory returns the server's used_memory.
+func usedMemory(b *testing.B, raw *redis.Client) int64 {
+	b.Helper()
+	info, err := raw.Info(b.Context(), "memory").Result()
+	if err != nil {
+		b.Fatalf("INFO memory: %v", err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatalf("used_memory %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("INFO memory has no used_memory: %q", info)
+	return 0
+}
