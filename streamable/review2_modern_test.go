@@ -1,0 +1,81 @@
+package streamable_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+func regionalText(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultText(req.GetString("region", "")), nil
+}
+
+// A tool registered again after its schema gained an x-mcp-header
+// parameter, the way mcp-go's builders make one (setting the key on the
+// property's map, as TestModernParamHeadersChecked does), is checked
+// again: a call without the Mcp-Param header is refused. The cache keys
+// its entry by the identity and length of the top-level properties map,
+// which did not change, and keeps answering "no x-mcp-header".
+func TestReview2_ToolReregisteredWithHeaderParamIsChecked(t *testing.T) {
+	var mcpServer *server.MCPServer
+	tool := mcp.NewTool("regional", mcp.WithString("region", mcp.Required()))
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		mcpServer = s
+		s.AddTool(tool, regionalText)
+	})
+	ctx := testutil.Context(t, wait)
+	call := func() *testutil.Response {
+		return r.modernPost(ctx, t, modernMsg(3, "tools/call", map[string]any{"name": "regional",
+			"arguments": map[string]any{"region": "Hello"}}, nil), nil)
+	}
+	if resp := call(); resp.Status != http.StatusOK {
+		t.Fatalf("before the header parameter: %d %s", resp.Status, resp.Body)
+	}
+	tool.InputSchema.Properties["region"].(map[string]any)["x-mcp-header"] = "Region"
+	mcpServer.AddTool(tool, regionalText)
+	if resp := call(); resp.Status != http.StatusBadRequest {
+		t.Fatalf("tools/call without Mcp-Param-Region after the tool was registered again with region as x-mcp-header answered %d, want 400: %s",
+			resp.Status, resp.Body)
+	}
+}
+
+// The cache's key is made of addresses it does not keep alive (uintptr):
+// a tool deleted and registered again with a new schema of the same size
+// may find its schema where the old one was, and the stale entry. A call
+// without the header the new schema asks for must still be refused.
+func TestReview2_ToolHeaderCacheSurvivesAddressReuse(t *testing.T) {
+	var mcpServer *server.MCPServer
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) { mcpServer = s })
+	ctx := testutil.Context(t, wait)
+	pad := strings.Repeat("p", 900)
+	schema := func(key string) []byte { // same length for both keys
+		return []byte(fmt.Sprintf(`{"type":"object","description":%q,"properties":{"region":{"type":"string","%s":"Region"}}}`, pad, key))
+	}
+	call := func() *testutil.Response {
+		return r.modernPost(ctx, t, modernMsg(3, "tools/call", map[string]any{"name": "regional",
+			"arguments": map[string]any{"region": "Hello"}}, nil), nil)
+	}
+	for i := range 200 {
+		mcpServer.AddTool(mcp.NewToolWithRawSchema("regional", "", schema("x-mcp-nohdr!")), regionalText)
+		if resp := call(); resp.Status != http.StatusOK {
+			t.Fatalf("round %d, no header parameter: %d %s", i, resp.Status, resp.Body)
+		}
+		mcpServer.DeleteTools("regional")
+		runtime.GC()
+		mcpServer.AddTool(mcp.NewToolWithRawSchema("regional", "", schema("x-mcp-header")), regionalText)
+		if resp := call(); resp.Status != http.StatusBadRequest {
+			t.Fatalf("round %d: tools/call without Mcp-Param-Region, for a tool registered again with region as x-mcp-header, answered %d, want 400: %s",
+				i, resp.Status, resp.Body)
+		}
+		mcpServer.DeleteTools("regional")
+	}
+}
