@@ -79,3 +79,29 @@ func TestReview2_ToolHeaderCacheSurvivesAddressReuse(t *testing.T) {
 		mcpServer.DeleteTools("regional")
 	}
 }
+
+// A task tool (MCPServer.AddTaskTool) whose schema declares an
+// x-mcp-header parameter is checked as a tool is: mcp-go's own handler
+// looks the tool up among task tools too (toolForHeaderValidation), and a
+// tools/call without the Mcp-Param header is refused -32020. checkModern
+// looks only at GetTool, so the call is not checked at all (and mcp-go,
+// without its unexported header key, skips the check too).
+func TestReview2_TaskToolParamHeadersChecked(t *testing.T) {
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		server.WithTaskCapabilities(true, true, true)(s)
+		tool := mcp.NewTool("regional_task", mcp.WithString("region", mcp.Required()), mcp.WithTaskSupport(mcp.TaskSupportRequired))
+		tool.InputSchema.Properties["region"].(map[string]any)["x-mcp-header"] = "Region"
+		s.AddTaskTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CreateTaskResult, error) {
+			return &mcp.CreateTaskResult{}, nil
+		})
+	})
+	ctx := testutil.Context(t, wait)
+	resp := r.modernPost(ctx, t, modernMsg(3, "tools/call", map[string]any{"name": "regional_task",
+		"arguments": map[string]any{"region": "Hello"}, "task": map[string]any{}}, nil), nil)
+	if resp.Status != http.StatusBadRequest {
+		t.Fatalf("tools/call of a task tool without its Mcp-Param-Region header answered %d, want 400: %s", resp.Status, resp.Body)
+	}
+	if id, code, _, _ := rpcErrorOf(t, resp); id != "3" || code != mcp.HEADER_MISMATCH {
+		t.Fatalf("tools/call of a task tool without its Mcp-Param-Region header: id %s code %d, want -32020: %s", id, code, resp.Body)
+	}
+}
