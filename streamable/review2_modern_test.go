@@ -105,3 +105,20 @@ func TestReview2_TaskToolParamHeadersChecked(t *testing.T) {
 		t.Fatalf("tools/call of a task tool without its Mcp-Param-Region header: id %s code %d, want -32020: %s", id, code, resp.Body)
 	}
 }
+
+// A 2026-07-28 request whose body escapes the "/" of the _meta key
+// ("io.modelcontextprotocol\/protocolVersion", valid JSON that some
+// encoders write by default) names its version as much as one that does
+// not: mcp-go decodes it alike. eraOf looks for the key's bytes before
+// decoding, misses it, and the request is refused -32602 as if its _meta
+// named no version.
+func TestReview2_EscapedMetaVersionKeyAccepted(t *testing.T) {
+	r := newRig(t, streamable.Config{})
+	ctx := testutil.Context(t, wait)
+	body := []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol\/protocolVersion":"` +
+		mcp.ProtocolVersion20260728 + `","io.modelcontextprotocol\/clientCapabilities":{}}}}`)
+	resp := r.modernPost(ctx, t, body, nil)
+	if resp.Status != http.StatusOK {
+		t.Fatalf("tools/list whose _meta key escapes its slash answered %d, want 200: %s", resp.Status, resp.Body)
+	}
+}
