@@ -122,3 +122,37 @@ func TestReview2_EscapedMetaVersionKeyAccepted(t *testing.T) {
 		t.Fatalf("tools/list whose _meta key escapes its slash answered %d, want 200: %s", resp.Status, resp.Body)
 	}
 }
+
+// RequireClientCapabilities refuses a request whose client did not
+// declare a capability the handler needs, whichever it is: the
+// extensions and tasks capabilities of ClientCapabilities too, not only
+// sampling, elicitation, roots and experimental ones. missingCapabilities
+// looks at those four only, so a handler needing an extension or tasks
+// runs for a client that declared neither.
+func TestReview2_RequireClientCapabilitiesChecksExtensionsAndTasks(t *testing.T) {
+	needs := map[string]mcp.ClientCapabilities{
+		"needs_extension": {Extensions: map[string]any{"io.example/ui": map[string]any{}}},
+		"needs_tasks":     {Tasks: &mcp.TasksCapability{}},
+	}
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		for name, required := range needs {
+			s.AddTool(mcp.NewTool(name), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if err := streamable.RequireClientCapabilities(ctx, required); err != nil {
+					return nil, err
+				}
+				return mcp.NewToolResultText("ran"), nil
+			})
+		}
+	})
+	ctx := testutil.Context(t, wait)
+	for name := range needs {
+		resp := r.modernPost(ctx, t, modernMsg("c", "tools/call", map[string]any{"name": name}, nil), nil)
+		if resp.Status != http.StatusBadRequest {
+			t.Errorf("%s, for a client that declared no capability, answered %d, want 400 -32021: %s", name, resp.Status, resp.Body)
+			continue
+		}
+		if id, code, _, _ := rpcErrorOf(t, resp); id != `"c"` || code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+			t.Errorf("%s: id %s code %d", name, id, code)
+		}
+	}
+}
