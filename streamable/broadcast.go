@@ -154,11 +154,14 @@ func (h *Handler) stopTap(ctx context.Context) {
 // through the store (broadcast_cluster.go), or alone to this process's
 // listen streams.
 func (h *Handler) broadcast(n mcp.JSONRPCNotification) {
-	if h.clusterBcast.Load() {
+	switch {
+	case h.clusterBcast.Load():
 		h.publishBroadcast(h.cfg.Store.(sessionstore.Broadcaster), n)
-		return
+	case h.bcastShared:
+		h.deliverHere(n) // not subscribed: what mcp-go would do alone
+	default:
+		h.listens.offer(n) // alone, mcp-go delivers to sessions itself
 	}
-	h.listens.offer(n)
 }
 
 // IsBroadcastTap reports whether cs is the session lifeline registers with

@@ -274,7 +274,7 @@ func (h *Handler) publishBroadcast(b sessionstore.Broadcaster, n mcp.JSONRPCNoti
 	if err := b.PublishBroadcast(ctx, frame); err != nil {
 		h.log.Warn("lifeline: the store could not carry a broadcast to the other replicas; delivered on this one only",
 			"method", n.Method, "err", err)
-		h.deliverBroadcast(n)
+		h.deliverHere(n)
 	}
 }
 
@@ -285,16 +285,15 @@ func (h *Handler) publishBroadcast(b sessionstore.Broadcaster, n mcp.JSONRPCNoti
 // here now, are left to idleDeliveries.
 func (h *Handler) deliverBroadcast(n mcp.JSONRPCNotification) {
 	h.listens.offer(n)
-	if !h.clusterBcast.Load() {
-		return
-	}
 	var idle []*session
 	for _, s := range h.snapshot() {
 		if s.modern || !s.active() || !s.Initialized() {
 			continue
 		}
-		if s.liveGet() == nil {
-			if s.lastHolder.Load() {
+		// A session with a broadcast still in the idle deliverer's hands
+		// gets this one through it too, in order.
+		if s.liveGet() == nil || s.idlePending.Load() > 0 {
+			if s.home {
 				idle = append(idle, s)
 			}
 			continue
@@ -304,12 +303,31 @@ func (h *Handler) deliverBroadcast(n mcp.JSONRPCNotification) {
 	if len(idle) == 0 {
 		return
 	}
+	for _, s := range idle {
+		s.idlePending.Add(1)
+	}
 	select {
 	case h.idleJobs <- idleDelivery{n: n, sessions: idle}:
 	default:
+		for _, s := range idle {
+			s.idlePending.Add(-1)
+		}
 		d := h.droppedCount.Add(int64(len(idle)))
 		h.log.Warn("lifeline: too many broadcasts waiting for sessions without a stream; dropped",
 			"sessions", len(idle), "dropped_total", d)
+	}
+}
+
+// deliverHere delivers a broadcast that does not go over the store (the
+// listener is not subscribed, or the store failed) to this replica's
+// streams and every session copy here, as mcp-go would alone: a copy's pump
+// carries it to the session's stream wherever it is held.
+func (h *Handler) deliverHere(n mcp.JSONRPCNotification) {
+	h.listens.offer(n)
+	for _, s := range h.snapshot() {
+		if !s.modern && s.active() && s.Initialized() {
+			h.enqueueBroadcast(s, n)
+		}
 	}
 }
 
@@ -329,31 +347,22 @@ type idleDelivery struct {
 	sessions []*session
 }
 
-// idleDeliveries keeps each broadcast for the sessions whose stream no
-// replica holds now (one StreamHolder call each): in the session's queue,
-// from which the pump carries it to the next stream. A session whose
-// stream another replica holds is that replica's to serve (and no longer
-// this one's: lastHolder is cleared). If the store fails, the broadcast is
-// kept (at least once). Runs until the listener closes idleJobs.
+// idleDeliveries keeps each broadcast for the sessions created here whose
+// stream no replica holds now, in order, until the listener closes
+// idleJobs.
 func (h *Handler) idleDeliveries() {
 	defer close(h.idleDone)
+	defer func() { // after Shutdown cut it short: release what is left
+		for job := range h.idleJobs {
+			for _, s := range job.sessions {
+				s.idlePending.Add(-1)
+			}
+		}
+	}()
 	for job := range h.idleJobs {
 		for _, s := range job.sessions {
-			if h.bcastCtx.Err() != nil {
-				break
-			}
-			if s.liveGet() != nil {
-				h.enqueueBroadcast(s, job.n) // a stream opened here meanwhile
-				continue
-			}
-			ctx, cancel := context.WithTimeout(h.bcastCtx, h.cfg.CleanupTimeout)
-			lease, held, err := h.cfg.Store.StreamHolder(ctx, s.id)
-			cancel()
-			if err == nil && held && !h.isLocalHolder(lease.Holder) {
-				s.lastHolder.Store(false)
-				continue
-			}
-			h.enqueueBroadcast(s, job.n)
+			h.keepForNextStream(s, job.n)
+			s.idlePending.Add(-1)
 		}
 	}
 }
@@ -363,10 +372,32 @@ func (h *Handler) idleDeliveries() {
 func (s *session) SetSubscriptionFilter(mcp.SubscriptionFilter) {}
 
 // SubscriptionFilter implements server.SessionWithSubscriptionFilter: with
-// broadcasts across replicas, an active empty filter, so that mcp-go's
-// fan-out skips the session and the replica holding its stream delivers
-// the broadcast instead (deliverBroadcast). Otherwise none: mcp-go
-// delivers every broadcast to it.
+// a shared Broadcaster store, an active empty filter, so that mcp-go's
+// fan-out skips the session and lifeline's tap alone decides where each
+// broadcast goes (broadcast.go), whether the listener is subscribed or
+// not. Otherwise none: mcp-go delivers every broadcast to it.
 func (s *session) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
-	return mcp.SubscriptionFilter{}, s.h.clusterBcast.Load()
+	return mcp.SubscriptionFilter{}, s.h.bcastShared
+}
+
+// keepForNextStream puts n in the queue of s, a session created here,
+// unless another replica holds its stream (one StreamHolder call): that
+// replica delivers it. The pump carries it to the next stream wherever it
+// opens. If the store fails, n is kept (at least once); once Shutdown began,
+// nothing is kept.
+func (h *Handler) keepForNextStream(s *session, n mcp.JSONRPCNotification) {
+	if h.bcastCtx.Err() != nil {
+		return
+	}
+	if s.liveGet() != nil {
+		h.enqueueBroadcast(s, n) // its stream is here now
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.bcastCtx, h.cfg.CleanupTimeout)
+	lease, held, err := h.cfg.Store.StreamHolder(ctx, s.id)
+	cancel()
+	if err == nil && held && !h.isLocalHolder(lease.Holder) {
+		return
+	}
+	h.enqueueBroadcast(s, n)
 }

@@ -11,7 +11,8 @@ import (
 
 // RequireClientCapabilities reports whether the client that sent the request
 // being handled declared every capability in required (sampling,
-// elicitation, roots and experimental keys that are set). It returns nil if
+// elicitation, roots, tasks, and experimental and extension keys that are
+// set; sub-capabilities are not compared). It returns nil if
 // so. Otherwise it returns an error wrapping
 // mcp.MissingRequiredClientCapabilityError, and a tool, prompt or resource
 // handler that returns that error (or any error, once this has been called)
@@ -59,10 +60,17 @@ func missingCapabilities(declared, required mcp.ClientCapabilities) string {
 		return "elicitation"
 	case required.Roots != nil && declared.Roots == nil:
 		return "roots"
+	case required.Tasks != nil && declared.Tasks == nil:
+		return "tasks"
 	}
 	for k := range required.Experimental {
 		if _, ok := declared.Experimental[k]; !ok {
 			return "experimental." + k
+		}
+	}
+	for k := range required.Extensions {
+		if _, ok := declared.Extensions[k]; !ok {
+			return "extensions." + k
 		}
 	}
 	return ""

@@ -165,7 +165,6 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 	sess.get = g
 	sess.claimHeldLocked() // what was sent before it goes first
 	sess.mu.Unlock()
-	sess.lastHolder.Store(true) // broadcast_cluster.go
 	// A pump forwarding this session's messages elsewhere stops, and what
 	// it holds goes ahead of the queues, for this stream.
 	sess.stopPump()

@@ -38,19 +38,19 @@ const (
 // Handler is the transport. Create it with New; it is safe for concurrent
 // use. Shutdown (or Close) stops it and joins its goroutines.
 type Handler struct {
-	mcp         *server.MCPServer
-	cfg         Config
-	log         *slog.Logger
-	sched       *heartbeat.Scheduler // nil when heartbeats are disabled
-	versions    []string             // the protocol versions served, newest first
-	listens     listenSet            // open subscriptions/listen streams (listen.go)
-	toolHeaders toolHeaderCache      // which tools declare x-mcp-header parameters (modern_checks.go)
-	tapOnce     sync.Once
-	tap         *broadcastTap // guarded by mu; set once (broadcast.go)
+	mcp      *server.MCPServer
+	cfg      Config
+	log      *slog.Logger
+	sched    *heartbeat.Scheduler // nil when heartbeats are disabled
+	versions []string             // the protocol versions served, newest first
+	listens  listenSet            // open subscriptions/listen streams (listen.go)
+	tapOnce  sync.Once
+	tap      *broadcastTap // guarded by mu; set once (broadcast.go)
 	// With a shared Broadcaster store (broadcast_cluster.go): whether the
 	// listener is subscribed (broadcasts then go across replicas), the
 	// context Shutdown cancels, the listener's and idle deliverer's exits
 	// and the deliverer's queue.
+	bcastShared  bool // set by New: the store is a shared Broadcaster
 	clusterBcast atomic.Bool
 	bcastCtx     context.Context
 	bcastCancel  context.CancelFunc
@@ -112,6 +112,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	}
 	h.versions = slices.Clone(mcp.ValidProtocolVersions)
 	if b := h.clusterBroadcaster(); b != nil {
+		h.bcastShared = true
 		h.startBroadcastListener(b)
 		h.ensureTap()
 	}

@@ -36,7 +36,9 @@ func (e requestEra) modern() bool {
 // eraOf reads the versions r and its message's params declare.
 func eraOf(r *http.Request, params json.RawMessage) requestEra {
 	e := requestEra{header: headerValue(r.Header, headerProtocolVersion)}
-	if bytes.Contains(params, metaVersionKey) {
+	// A key may be written with escapes ("io.modelcontextprotocol\/..."):
+	// a body with a backslash is decoded too.
+	if bytes.Contains(params, metaVersionKey) || bytes.IndexByte(params, '\\') >= 0 {
 		var p struct {
 			Meta struct {
 				Version string `json:"io.modelcontextprotocol/protocolVersion"`

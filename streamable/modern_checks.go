@@ -1,18 +1,15 @@
 package streamable
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"reflect"
 	"slices"
 	"strings"
-	"sync"
-	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // checkModern validates a 2026-07-28 request as that version requires, in
@@ -48,12 +45,12 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 	if f := checkParamHeaderChars(r.Header); f != nil {
 		return f
 	}
-	if method != mcp.MethodToolsCall || !h.toolHeaders.has(h.mcp, name) {
-		return nil // an unknown tool is mcp-go's to answer
+	if method != mcp.MethodToolsCall {
+		return nil
 	}
 	tool := h.mcp.GetTool(name)
-	if tool == nil {
-		return nil
+	if tool == nil || !mayHaveHeaderParams(&tool.Tool) {
+		return nil // an unknown tool is mcp-go's to answer
 	}
 	lookup := func(name string) (string, bool) {
 		v, ok := r.Header[textproto.CanonicalMIMEHeaderKey(name)]
@@ -106,43 +103,52 @@ func checkStandardHeaders(hdr http.Header, method mcp.MCPMethod, params json.Raw
 	return body, nil
 }
 
-// toolHeaderCache remembers, per tool, whether its input schema declares
-// x-mcp-header parameters: finding out re-encodes the schema (mcp-go
-// exports no cheaper way), which would cost every tools/call. An entry is
-// keyed by the tool's name and the identity of its schema (the properties
-// map and the raw schema), so a tool registered again with another schema
-// is looked at again. It holds at most one entry per registered tool name.
-type toolHeaderCache struct {
-	m sync.Map // tool name -> toolHeaderEntry
+// mayHaveHeaderParams reports whether a tool's input schema may declare
+// x-mcp-header parameters, without encoding it (mcp.ValidateParamHeadersLookup
+// encodes the schema on every call to find them): a raw schema that does
+// not contain the word, or a schema whose maps never hold the key, has
+// none. Anything else (a value that is not a plain map) is left to
+// mcp-go's own lookup.
+func mayHaveHeaderParams(tool *mcp.Tool) bool {
+	if len(tool.RawInputSchema) > 0 {
+		return bytes.Contains(tool.RawInputSchema, []byte(headerParamKey))
+	}
+	return anyHeaderKey(tool.InputSchema.Properties, 0)
 }
 
-type toolHeaderEntry struct {
-	props, propsLen, raw, rawLen uintptr
-	has                          bool
-}
+// headerParamKey is the schema keyword of SEP-2243 parameter headers.
+const headerParamKey = "x-mcp-header"
 
-// has reports whether the tool named name declares x-mcp-header
-// parameters (false for an unknown tool).
-func (c *toolHeaderCache) has(s *mcpserver.MCPServer, name string) bool {
-	tool := s.GetTool(name)
-	if tool == nil {
+// maxSchemaDepth bounds anyHeaderKey's walk; deeper schemas are left to
+// mcp-go's lookup.
+const maxSchemaDepth = 32
+
+// anyHeaderKey reports whether v, a decoded JSON schema fragment, may hold
+// headerParamKey.
+func anyHeaderKey(v any, depth int) bool {
+	if depth > maxSchemaDepth {
+		return true
+	}
+	switch t := v.(type) {
+	case nil, string, bool, float64, int, int64, json.Number:
 		return false
-	}
-	key := toolHeaderEntry{propsLen: uintptr(len(tool.Tool.InputSchema.Properties)), rawLen: uintptr(len(tool.Tool.RawInputSchema))}
-	if tool.Tool.InputSchema.Properties != nil {
-		key.props = reflect.ValueOf(tool.Tool.InputSchema.Properties).Pointer()
-	}
-	if len(tool.Tool.RawInputSchema) > 0 {
-		key.raw = uintptr(unsafe.Pointer(&tool.Tool.RawInputSchema[0]))
-	}
-	if v, ok := c.m.Load(name); ok {
-		if e := v.(toolHeaderEntry); e.props == key.props && e.propsLen == key.propsLen && e.raw == key.raw && e.rawLen == key.rawLen {
-			return e.has
+	case map[string]any:
+		for k, e := range t {
+			if k == headerParamKey || anyHeaderKey(e, depth+1) {
+				return true
+			}
 		}
+		return false
+	case []any:
+		for _, e := range t {
+			if anyHeaderKey(e, depth+1) {
+				return true
+			}
+		}
+		return false
+	default:
+		return true // a typed value: mcp-go's lookup encodes it
 	}
-	key.has = len(mcp.ExtractParamHeaderBindings(&tool.Tool)) > 0
-	c.m.Store(name, key)
-	return key.has
 }
 
 // checkParamHeaderChars refuses an Mcp-Param-* header whose value holds a

@@ -166,7 +166,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 		}
 		return nil, nil, errStore(err)
 	}
-	sess.lastHolder.Store(true) // its first stream's messages wait here (broadcast_cluster.go)
+	sess.home = true // broadcasts for its streams wait here between them (broadcast_cluster.go)
 	if f := h.addSession(sess); f != nil {
 		h.dropRecord(id)
 		return nil, nil, f

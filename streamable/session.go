@@ -85,10 +85,12 @@ type session struct {
 	// What was taken off small, oldest first, until q is made. Guarded by mu.
 	held []mcp.JSONRPCNotification
 
-	// With broadcasts across replicas: this replica created the session or
-	// held its GET stream last, so it keeps broadcasts for the session's
-	// next stream while no replica holds one (broadcast_cluster.go).
-	lastHolder atomic.Bool
+	// With broadcasts across replicas (broadcast_cluster.go): home, this
+	// replica created the session, so it keeps broadcasts for the
+	// session's next stream while no replica holds one; idlePending, how
+	// many broadcasts for it the idle deliverer has not handled yet.
+	home        bool
+	idlePending atomic.Int32
 
 	stateless bool // an ephemeral session serving one stateless request
 	modern    bool // stateless too: serving one 2026-07-28 request
