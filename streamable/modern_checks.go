@@ -2,6 +2,8 @@ package streamable
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -48,8 +50,13 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 	if method != mcp.MethodToolsCall {
 		return nil
 	}
-	tool := h.mcp.GetTool(name)
-	if tool == nil || !mayHaveHeaderParams(&tool.Tool) {
+	var tool *mcp.Tool
+	if st := h.mcp.GetTool(name); st != nil {
+		tool = &st.Tool
+	} else {
+		tool = h.listedTool(r.Context(), name) // a task tool (mcp-go exports no getter)
+	}
+	if tool == nil || !mayHaveHeaderParams(tool) {
 		return nil // an unknown tool is mcp-go's to answer
 	}
 	lookup := func(name string) (string, bool) {
@@ -59,7 +66,7 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 		}
 		return v[0], true
 	}
-	if err := mcp.ValidateParamHeadersLookup(lookup, &tool.Tool, env.Params); err != nil {
+	if err := mcp.ValidateParamHeadersLookup(lookup, tool, env.Params); err != nil {
 		return errModernHeader(err.Error())
 	}
 	return nil
@@ -166,6 +173,48 @@ func checkParamHeaderChars(hdr http.Header) *failure {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// maxToolPages bounds the pages of tools/list that listedTool reads.
+const maxToolPages = 100
+
+// listedTool finds the tool named name in the MCPServer's tools/list (task
+// tools included, which GetTool does not see), page by page, or returns
+// nil. It costs what a client's tools/list does, once per tools/call of a
+// name GetTool does not know; the MCPServer's hooks see these calls, under
+// an id no client uses.
+func (h *Handler) listedTool(ctx context.Context, name string) *mcp.Tool {
+	id := mcp.NewRequestId("lifeline-tool-check-" + rand.Text())
+	cursor := mcp.Cursor("")
+	for range maxToolPages {
+		msg, err := json.Marshal(mcp.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			ID:      id,
+			Request: mcp.Request{Method: string(mcp.MethodToolsList)},
+			Params:  mcp.PaginatedParams{Cursor: cursor},
+		})
+		if err != nil {
+			return nil
+		}
+		resp, ok := h.mcp.HandleMessage(ctx, msg).(mcp.JSONRPCResponse)
+		if !ok {
+			return nil
+		}
+		res, ok := resp.Result.(mcp.ListToolsResult)
+		if !ok {
+			return nil
+		}
+		for i := range res.Tools {
+			if res.Tools[i].Name == name {
+				return &res.Tools[i]
+			}
+		}
+		if res.NextCursor == "" {
+			return nil
+		}
+		cursor = res.NextCursor
 	}
 	return nil
 }

@@ -19,12 +19,10 @@ import (
 // Tests from a second cold review of the 2026-07-28 transport and of
 // broadcasts across replicas: each fails on the code under review.
 
-// A session created on A whose GET stream was then held on B (and closed
-// there, with no broadcast in between) has lastHolder set on both A and
-// B. A broadcast raised while no replica holds its stream is then kept
-// for it by both idle deliverers, and both pumps carry their copy to the
-// next stream: the client gets the broadcast twice.
-func TestReview2_ClusterStaleLastHolderDuplicatesBroadcast(t *testing.T) {
+// With replicas, a broadcast for a session without a stream is kept by one
+// replica only, the one that created it, however many held its stream
+// before: the session's next GET stream gets it once.
+func TestClusterBroadcastForAStreamlessSessionKeptOnce(t *testing.T) {
 	c := newClusterTB(t, streamable.Config{}, redisstore.Options{}, markerFilterSetup)
 	cl := c.session(0) // created on A: A holds it last
 	g := c.stream(c.client(1, cl))
@@ -179,12 +177,10 @@ func waitEntered(t *testing.T, g *r2gate, what string) {
 	}
 }
 
-// A broadcast raised while the listener is subscribed is skipped by
-// mcp-go's fan-out (sessions report an active, empty filter), and the
-// tap decides later, when it takes it, whether to publish it: if the
-// subscription ended meanwhile (clusterBcast false), the tap hands it to
-// listen streams only, and the session's GET stream never gets it.
-func TestReview2_ClusterBroadcastLostWhileListenerResubscribes(t *testing.T) {
+// A broadcast raised while the listener is subscribed, whose subscription
+// ends before the tap takes it, still reaches this replica's GET streams:
+// the tap alone decides where it goes (here, not subscribed any more).
+func TestClusterBroadcastRaisedAsTheListenerUnsubscribesDelivered(t *testing.T) {
 	c, r, gs := startGated(t)
 	cl := c.session(0)
 	get := c.stream(c.client(0, cl))
@@ -212,11 +208,10 @@ func TestReview2_ClusterBroadcastLostWhileListenerResubscribes(t *testing.T) {
 	}
 }
 
-// A broadcast raised while the listener is not subscribed is delivered
-// to the replica's sessions by mcp-go itself; if the listener subscribes
-// again before the tap takes it, the tap publishes it too, and the
-// listener delivers it to the same GET stream a second time.
-func TestReview2_ClusterBroadcastDuplicatedWhenListenerResubscribes(t *testing.T) {
+// A broadcast raised while the listener is not subscribed, which
+// subscribes again before the tap takes it, reaches each GET stream once:
+// mcp-go never delivers to sessions itself with a shared Broadcaster.
+func TestClusterBroadcastRaisedAsTheListenerResubscribesDeliveredOnce(t *testing.T) {
 	c, r, gs := startGated(t)
 	cl := c.session(0)
 	get := c.stream(c.client(0, cl))
@@ -239,12 +234,10 @@ func TestReview2_ClusterBroadcastDuplicatedWhenListenerResubscribes(t *testing.T
 	}
 }
 
-// One replica, one session: a broadcast raised while the session has no
-// stream goes to the idle deliverer, which asks the store who holds the
-// stream; if the session's stream opens on this replica meanwhile, the
-// next broadcast goes to it live, ahead of the earlier one: the client
-// gets broadcasts of one publisher out of order.
-func TestReview2_ClusterIdleAndLiveBroadcastsKeepOrder(t *testing.T) {
+// One replica's broadcasts keep their order for a session whose stream
+// opens while the first is being kept for it: the later ones go through
+// the idle deliverer too while it holds one for the session.
+func TestClusterBroadcastsKeepOrderAsAStreamOpens(t *testing.T) {
 	c, r, gs := startGated(t)
 	cl := c.session(0)
 	listen := openListenOn(t, r.ts.URL, "L", map[string]any{"toolsListChanged": true})
