@@ -17,7 +17,7 @@ import (
 )
 
 // Tests from a second cold review of the 2026-07-28 transport and of
-// broadcasts across replicas: each fails on the code under review.
+// broadcasts across replicas: each failed on the code under review and guards its fix.
 
 // With replicas, a broadcast for a session without a stream is kept by one
 // replica only, the one that created it, however many held its stream
