@@ -26,16 +26,20 @@ local function now_ns()
   return t[1] .. string.format('%06d', tonumber(t[2])) .. '000'
 end
 -- prune drops up to 100 index entries that lapsed before now, with the
--- lease of each whose record is gone.
+-- lease of each: only once the record is gone too (a record whose key has
+-- not expired yet, at the boundary, keeps its entry for a later prune, so
+-- that its lease is not left behind).
 local function prune(idx, prefix, now)
   local ids = redis.call('ZRANGEBYSCORE', idx, '-inf', '(' .. now, 'LIMIT', 0, 100)
+  local dropped = 0
   for _, id in ipairs(ids) do
     if redis.call('EXISTS', prefix .. 'session:' .. id) == 0 then
       redis.call('DEL', prefix .. 'lease:' .. id)
+      redis.call('ZREM', idx, id)
+      dropped = dropped + 1
     end
-    redis.call('ZREM', idx, id)
   end
-  return #ids
+  return dropped
 end
 -- state answers nil for a live record, else the status to return.
 local function state(rec)
