@@ -81,8 +81,8 @@ func logData(t *testing.T, m testutil.Message) string {
 }
 
 // A GET stream cut while notifications flow, then resumed with the last
-// id the client received: every notification arrives, once, in order,
-// and each carries an id.
+// id the client received, after more were sent while it was away: every
+// notification arrives, once, in order, and each carries an id.
 func TestResumedGetStreamLosesNoneAndDoublesNone(t *testing.T) {
 	for _, mode := range []testutil.CutMode{testutil.CutFIN, testutil.CutRST} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestResumedGetStreamLosesNoneAndDoublesNone(t *testing.T) {
 			sent := make(chan struct{})
 			go func() {
 				defer close(sent)
-				for i := range total {
+				for i := range total / 2 {
 					if err := r.mcp.SendNotificationToSpecificClient(c.SessionID, "notifications/message",
 						map[string]any{"level": "info", "data": fmt.Sprint("n-", i)}); err != nil {
 						t.Errorf("send %d: %v", i, err)
@@ -155,6 +155,10 @@ func TestResumedGetStreamLosesNoneAndDoublesNone(t *testing.T) {
 			}
 			<-sent
 			before := len(got)
+			// The second half is sent while the client is away.
+			for i := total / 2; i < total; i++ {
+				notify(t, r, c.SessionID, fmt.Sprint("n-", i))
+			}
 
 			rs := openResume(t, c, lastID)
 			wantStatus(t, "resuming GET", rs.Status, http.StatusOK, rs.Body)
@@ -440,4 +444,61 @@ func TestExpiryPurgesTheSessionsEvents(t *testing.T) {
 	}
 	rs := openResume(t, c, ev.ID)
 	wantStatus(t, "resume after expiry", rs.Status, http.StatusNotFound, rs.Body)
+}
+
+// An id the log has dropped (past its per-stream bound) is expired: 400,
+// like an unknown one; the latest id still resumes.
+func TestResumeFromAnIDPastTheLogsBoundGets400(t *testing.T) {
+	opts := sessionstore.EventLogOptions{MaxStreamEvents: 5}
+	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{EventLogOptions: opts})
+	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled, EventLog: log})
+	ctx := testutil.Context(t, wait)
+	c := r.session()
+	s := r.stream(c)
+	var ids []string
+	for i := range 10 {
+		notify(t, r, c.SessionID, fmt.Sprint("n-", i))
+		ev, err := s.NextMessageEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	s.Close()
+	old := openResume(t, c, ids[0])
+	wantStatus(t, "resume from a dropped id", old.Status, http.StatusBadRequest, old.Body)
+	latest := openResume(t, c, ids[len(ids)-2])
+	wantStatus(t, "resume from a kept id", latest.Status, http.StatusOK, latest.Body)
+	m, err := latest.NextMatching(ctx, isLog)
+	if err != nil || logData(t, m) != "n-9" {
+		t.Fatalf("replay: %+v %v", m, err)
+	}
+}
+
+// A message the log refuses (it is full) still goes out, without an id.
+func TestMessageTheLogRefusesGoesWithoutAnID(t *testing.T) {
+	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{MaxTotalBytes: 2 << 10})
+	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled, EventLog: log})
+	ctx := testutil.Context(t, wait)
+	c := r.session()
+	s := r.stream(c)
+	withID, without := 0, 0
+	for i := range 20 {
+		notify(t, r, c.SessionID, fmt.Sprint("n-", i))
+		ev, err := s.NextMessageEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, _ := ev.Message(); logData(t, m) != fmt.Sprint("n-", i) {
+			t.Fatalf("message %d is %s", i, ev.Data)
+		}
+		if ev.ID != "" {
+			withID++
+		} else {
+			without++
+		}
+	}
+	if withID == 0 || without == 0 {
+		t.Fatalf("%d with an id, %d without: want the log to fill up within the test", withID, without)
+	}
 }
