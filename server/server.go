@@ -155,6 +155,21 @@ func WithSessionStore(store sessionstore.Store) Option {
 	return func(s *Server) { s.cfg.Store = store }
 }
 
+// WithEventStore records what each session's GET stream sends in store, so
+// that a client whose stream broke resumes it with Last-Event-ID (see
+// streamable.Config.EventLog), as mcp-go's option of the same name does;
+// any mcp-go EventStore, such as its NewInMemoryEventStore, serves. Unlike
+// mcp-go, lifeline resumes without this option too, from a bounded memory
+// log of its own (with a shared session store, only with this option);
+// WithEventStore(nil) turns resumability off, as mcp-go has it without a
+// store.
+func WithEventStore(store mcpserver.EventStore) Option {
+	return func(s *Server) {
+		s.cfg.EventLog = store
+		s.cfg.DisableEventLog = store == nil
+	}
+}
+
 // WithConfig sets every transport setting at once; options after it can
 // still change single fields.
 func WithConfig(cfg streamable.Config) Option {

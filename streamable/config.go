@@ -151,6 +151,22 @@ type Config struct {
 	// session notifications wait in the queue (and are refused when it is
 	// full); request-scoped messages still stream on POST responses.
 	DisableStreaming bool
+	// EventLog records what each session's standalone GET stream sends,
+	// so that a client whose stream broke can resume it: every message
+	// written there carries an SSE id from the log, and a GET with
+	// Last-Event-ID is first sent, in order and once each, what the stream
+	// sent after that id, then goes on live (an id the log does not hold
+	// for the session gets 400). mcp-go's server.EventStore satisfies it.
+	// When nil, and the Store is the process-local default, a bounded
+	// sessionstore.MemoryEventLog is used (its documented bounds: 1,000
+	// events and 4 MiB per stream, 256 MiB for the process); with a shared
+	// Store, nil leaves resumability off (a memory log cannot serve a
+	// resume on another replica). A session's events are purged when it
+	// ends. Pings are never recorded.
+	EventLog sessionstore.EventLog
+	// DisableEventLog turns resumability off, whatever EventLog is: GET
+	// streams carry no ids and Last-Event-ID is ignored (a fresh stream).
+	DisableEventLog bool
 	// NewSessionID generates session ids; they must be unique, unguessable
 	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
 	NewSessionID func() string
@@ -211,6 +227,12 @@ func (c Config) effective() Config {
 	}
 	if c.NewSessionID == nil {
 		c.NewSessionID = newUUID
+	}
+	switch {
+	case c.DisableEventLog:
+		c.EventLog = nil
+	case c.EventLog == nil && !isShared(c.Store):
+		c.EventLog = sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{Now: c.Clock.Now})
 	}
 	return c
 }

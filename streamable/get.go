@@ -36,6 +36,11 @@ type getStream struct {
 
 	renewFailing bool // the last lease renewal failed (store outage)
 
+	// resumeFrom is the Last-Event-ID the stream resumes after (resume.go);
+	// empty for a fresh stream or without an event log.
+	resumeFrom string
+	replayed   map[string]bool // the carry-over's event ids, true once replayed (resume.go)
+
 	bus  busState   // with replicas, the session's bus; only runGet uses it
 	subs streamSubs // with replicas: the session's bus and the stream's own topic, from before the lease
 }
@@ -74,6 +79,9 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.subs = subs
+	if h.cfg.EventLog != nil {
+		g.resumeFrom = r.Header.Get("Last-Event-ID")
+	}
 	h.runGet(g)
 }
 
@@ -334,7 +342,16 @@ func (h *Handler) runGet(g *getStream) {
 	// The stream's headers say no more than they must: each one costs
 	// every idle stream memory (here and in the client), and the client
 	// knows its session.
-	if err := g.start(); err != nil {
+	if g.resumeFrom != "" {
+		// Resuming: what the stream sent after the client's cursor first.
+		if !validEventID(g.resumeFrom) {
+			writeFailure(g.w, errUnknownEventID(g.resumeFrom))
+			return
+		}
+		if !h.replay(g) {
+			return
+		}
+	} else if err := h.openGet(g); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
 			writeFailure(g.w, h.goneAnswer())
@@ -349,11 +366,17 @@ func (h *Handler) runGet(g *getStream) {
 		notes, reqs, late = q.notifications, q.requests, sess.lateQueue()
 	}
 	carry := sess.takeCarry()
+	if g.resumeFrom != "" {
+		carry = sess.resumeCarried(carry, g.replayed) // the replay sent what was recorded
+	}
 	for i, c := range carry {
 		if !sess.calls.take(c.msg) {
 			continue // a request whose caller gave up
 		}
-		if err := g.event(c.msg); err != nil {
+		if c.id == "" {
+			c.id = h.record(sess, c.msg)
+		}
+		if err := g.eventWithID(c.id, c.msg); err != nil {
 			sess.writeFailed(c, err)
 			for _, c := range carry[i+1:] {
 				sess.keep(c)
@@ -446,8 +469,9 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			continue
 		}
-		if err := g.event(msg); err != nil {
-			sess.writeFailed(carried{msg: msg, attempts: attempts}, err)
+		id := h.record(sess, msg)
+		if err := g.eventWithID(id, msg); err != nil {
+			sess.writeFailed(carried{msg: msg, attempts: attempts, id: id}, err)
 			return
 		}
 		sess.calls.wrote(msg)

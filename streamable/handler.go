@@ -75,6 +75,7 @@ type Handler struct {
 	postStreams  atomic.Int64
 	refusedCount atomic.Int64
 	droppedCount atomic.Int64 // Stats.DroppedMessages
+	unrecorded   atomic.Int64 // messages the event log refused (resume.go)
 	streamSeq    atomic.Int64
 
 	stopSweep    chan struct{}

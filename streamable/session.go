@@ -280,6 +280,7 @@ const maxWriteAttempts = 3
 type carried struct {
 	msg      []byte
 	attempts int
+	id       string // its event id, when the event log recorded it (resume.go)
 }
 
 // requeue keeps a message that a stream took but never tried to write, so
@@ -420,6 +421,11 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 	s.h.mcp.UnregisterSession(ctx, s.id)
 	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || cause == errDiscarded || (s.h.shared && cause == errShutdown) {
 		return // never stored, already ended there, removed by the caller, or kept for the other replicas
+	}
+	if log := s.h.cfg.EventLog; log != nil {
+		if err := log.PurgeSession(ctx, s.id); err != nil {
+			s.h.log.Warn("lifeline: purge the session's events", "session", logID(s.id), "err", err)
+		}
 	}
 	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
 		s.h.log.Warn("lifeline: store terminate failed", "session", logID(s.id), "err", err)

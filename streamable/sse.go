@@ -121,6 +121,20 @@ func (s *sseStream) end(cause error) {
 // flush the headers at once. If it fails before anything was written
 // (begun is false), the handler can still answer with a status.
 func (s *sseStream) start(first ...[]byte) error {
+	if len(first) == 0 {
+		return s.startWith(": stream open\n\n")
+	}
+	return s.open(func() error { return s.putEvents(first) })
+}
+
+// startWith is start with opening, whole SSE lines (at most writeChunk
+// bytes), as what is written first.
+func (s *sseStream) startWith(opening string) error {
+	return s.open(func() error { return s.putString(opening) })
+}
+
+// open writes the SSE headers and, in the same flush, what fn puts.
+func (s *sseStream) open(fn func() error) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
@@ -130,10 +144,7 @@ func (s *sseStream) start(first ...[]byte) error {
 	s.mu.Unlock()
 	err := s.write(func() error {
 		s.w.WriteHeader(http.StatusOK)
-		if len(first) == 0 {
-			return s.putString(": stream open\n\n")
-		}
-		return s.putEvents(first)
+		return fn()
 	})
 	s.mu.Lock()
 	s.opening = false
@@ -166,6 +177,25 @@ func (s *sseStream) putEvents(msgs [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// eventWithID writes one JSON-RPC message as an SSE "message" event whose
+// id is id (no id line when id is empty).
+func (s *sseStream) eventWithID(id string, data []byte) error {
+	return s.write(func() error {
+		if id != "" {
+			if err := s.putString("id: "); err != nil {
+				return err
+			}
+			if err := s.putString(id); err != nil {
+				return err
+			}
+			if err := s.putString("\n"); err != nil {
+				return err
+			}
+		}
+		return s.putEvents([][]byte{data})
+	})
 }
 
 // comment writes an SSE comment line, which clients ignore.

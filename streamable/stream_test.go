@@ -15,9 +15,12 @@ func isPing(m testutil.Message) bool { return m.IsRequest() && m.Method == "ping
 
 func notPing(m testutil.Message) bool { return !isPing(m) }
 
+// Before 2025-11-25 (which opens with a priming event:
+// TestGetStreamPrimingAndRetryBy2025_11_25) the stream opens with a comment.
 func TestGetStreamOpensWithComment(t *testing.T) {
 	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled})
-	c := r.session()
+	c := r.client()
+	initializeAt(t, c, "2025-06-18")
 	s := r.stream(c)
 	ev, err := s.Next(testutil.Context(t, wait))
 	if err != nil {

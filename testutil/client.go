@@ -118,7 +118,7 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 				return out, fmt.Errorf("read SSE answer: %w", err)
 			}
 			out.Events = append(out.Events, ev)
-			if !ev.IsComment() {
+			if ev.HasMessage() {
 				m, err := ev.Message()
 				if err != nil {
 					return out, err

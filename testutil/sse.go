@@ -16,10 +16,25 @@ type Event struct {
 	Name string
 	// Data is the event's data, lines joined by "\n".
 	Data string
+	// ID is the event's id field ("" when it has none).
+	ID string
+	// Retry is the value of a retry field read with the event ("" when
+	// none): the reconnection delay in milliseconds.
+	Retry string
 }
 
-// IsComment reports whether the event is a comment line.
+// IsComment reports whether the event is a comment line, or carries
+// nothing but fields (retry) with no data.
 func (e Event) IsComment() bool { return e.Name == "" && e.Data == "" }
+
+// IsPriming reports whether the event is a priming event: an id and
+// empty data, which gives the client a cursor to resume from and carries
+// no message.
+func (e Event) IsPriming() bool { return e.ID != "" && e.Data == "" }
+
+// HasMessage reports whether the event carries a JSON-RPC message: it is
+// neither a comment nor a priming event.
+func (e Event) HasMessage() bool { return !e.IsComment() && e.Data != "" }
 
 // Message decodes the event's data as a JSON-RPC message.
 func (e Event) Message() (Message, error) {
@@ -99,6 +114,10 @@ func (s *SSEReader) Next() (Event, error) {
 				ev.Name = value
 			case "data":
 				data = append(data, value)
+			case "id":
+				ev.ID = value
+			case "retry":
+				ev.Retry = value
 			}
 		}
 	}

@@ -90,7 +90,7 @@ func (s *Stream) read(ctx context.Context, body io.ReadCloser) {
 			s.err = err
 			return
 		}
-		if s.autoPong.Load() && !ev.IsComment() {
+		if s.autoPong.Load() && ev.HasMessage() {
 			if m, err := ev.Message(); err == nil && m.IsRequest() && m.Method == "ping" {
 				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				resp, err := s.c.Reply(pctx, m.ID, map[string]any{})
@@ -142,15 +142,26 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// NextMessage returns the next JSON-RPC message, skipping comments.
+// NextMessage returns the next JSON-RPC message, skipping comments and
+// priming events.
 func (s *Stream) NextMessage(ctx context.Context) (Message, error) {
+	ev, err := s.NextMessageEvent(ctx)
+	if err != nil {
+		return Message{}, err
+	}
+	return ev.Message()
+}
+
+// NextMessageEvent returns the next event that carries a JSON-RPC
+// message (with its id), skipping comments and priming events.
+func (s *Stream) NextMessageEvent(ctx context.Context) (Event, error) {
 	for {
 		ev, err := s.Next(ctx)
 		if err != nil {
-			return Message{}, err
+			return Event{}, err
 		}
-		if !ev.IsComment() {
-			return ev.Message()
+		if ev.HasMessage() {
+			return ev, nil
 		}
 	}
 }

@@ -1,0 +1,210 @@
+package streamable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+)
+
+// getStreamID is the stream id under which the event log keeps what a
+// session's standalone GET stream sent. The log scopes every id by its
+// session, so one name serves every session: an id of one session is
+// unknown to every other.
+//
+// The session's GET stream is one stream across its connections: a fresh
+// GET (no Last-Event-ID) continues it. A message gets its id once, when a
+// connection first tries to write it; one that a connection could not
+// write is carried to the next connection with that id (and so is in the
+// log once): a resume that replays it does not write it again, a fresh
+// connection writes it first, with its id, before anything newer.
+const getStreamID = "get"
+
+// resumeRetry is the SSE retry field a 2025-11-25 session's GET stream
+// opens with: how long its client waits before it reconnects once the
+// stream breaks. One second: long enough not to hammer a server that is
+// restarting, short enough that a notification waits little, and over
+// conflictGrace, so that by the time the client is back a stream whose
+// connection died without a word has usually been noticed.
+const resumeRetry = time.Second
+
+// maxEventIDLen bounds an event id: a Last-Event-ID longer than this is
+// unknown at once, and an id a log returns longer than this (or with CR or
+// LF) is not written (the message goes without an id).
+const maxEventIDLen = 256
+
+// primes reports whether a session that negotiated version gets a
+// priming event and a retry field when its stream opens: 2025-11-25 on
+// (SEP-1699); older clients may choke on an event with empty data.
+func primes(version string) bool { return version >= "2025-11-25" }
+
+// record stores msg as the next event of sess's GET stream and returns its
+// id, or "" when there is no log or the log refused it (full, too large,
+// down): the message then goes without an id, and a resume after it cannot
+// replay it (nothing else changes for it: it is written, or carried to the
+// next stream, as without a log).
+func (h *Handler) record(sess *session, msg []byte) string {
+	log := h.cfg.EventLog
+	if log == nil {
+		return ""
+	}
+	id, err := log.StoreEvent(context.WithoutCancel(sess.ctx), sess.id, getStreamID, msg)
+	if err == nil && !validEventID(id) {
+		err = fmt.Errorf("the event log returned an id that cannot go on an SSE stream (%d bytes)", len(id))
+	}
+	if err != nil {
+		if n := h.unrecorded.Add(1); isPowerOf10(n) {
+			h.log.Warn("lifeline: event log refused a message; it goes without an id and cannot be replayed",
+				"session", logID(sess.id), "bytes", len(msg), "err", err, "unrecorded_total", n)
+		}
+		return ""
+	}
+	return id
+}
+
+func validEventID(id string) bool {
+	return id != "" && len(id) <= maxEventIDLen && !strings.ContainsAny(id, "\r\n")
+}
+
+// openGet writes the opening of g: for a 2025-11-25 session a priming
+// event (an id and empty data) with the retry field, otherwise an SSE
+// comment. The priming id is resumeFrom when the stream resumes (the
+// client's cursor, which a resume from it replays after), else a new
+// event of empty data recorded for it, so that a resume from it replays
+// everything the stream sends afterwards. A fresh stream whose carry-over
+// begins with a recorded message gets no new priming event (it would be
+// newer than that message, and a client that resumed from it would miss
+// it): the carried message, written next with its id, primes it.
+func (h *Handler) openGet(g *getStream) error {
+	if h.cfg.EventLog == nil || !primes(g.sess.ProtocolVersion()) {
+		return g.start()
+	}
+	retry := "retry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\n"
+	id := g.resumeFrom
+	if id == "" && g.sess.carryHeadRecorded() {
+		return g.startWith(retry + ": stream open\n\n")
+	}
+	if id == "" {
+		id = h.record(g.sess, nil)
+	}
+	if id == "" {
+		return g.start()
+	}
+	return g.startWith("id: " + id + "\n" + retry + "data: \n\n")
+}
+
+// replay opens g, which resumes its session's stream after g.resumeFrom,
+// and writes, in order and once each, what the stream sent after that id
+// (primings apart). It answers, instead of opening the stream, an id the
+// log does not hold for the session (400) or a log that fails before
+// anything was written (503); it reports whether the stream may go on.
+func (h *Handler) replay(g *getStream) bool {
+	g.replayed = g.sess.carriedIDs()
+	if g.replayed != nil {
+		g.replayed[g.resumeFrom] = true // the client has it
+	}
+	opened := false
+	open := func() error {
+		opened = true
+		if err := h.openGet(g); err != nil {
+			if !g.begun() {
+				writeFailure(g.w, h.goneAnswer())
+			}
+			return err
+		}
+		return nil
+	}
+	var wrote error // the first write that failed: the stream is gone
+	stream, err := h.cfg.EventLog.ReplayEventsAfter(g.ctx, g.sess.id, g.resumeFrom, func(id string, msg json.RawMessage) error {
+		if !opened {
+			if wrote = open(); wrote != nil {
+				return wrote
+			}
+		}
+		if len(msg) == 0 {
+			return nil // a priming event: nothing to deliver
+		}
+		if wrote = g.eventWithID(id, msg); wrote != nil {
+			return wrote
+		}
+		if _, ok := g.replayed[id]; ok {
+			g.replayed[id] = true
+		}
+		return nil
+	})
+	switch {
+	case wrote != nil:
+		return false
+	case errors.Is(err, sessionstore.ErrUnknownEventID) && !opened:
+		writeFailure(g.w, errUnknownEventID(g.resumeFrom))
+		return false
+	case err != nil && !opened:
+		writeFailure(g.w, errStore(fmt.Errorf("replay events: %w", err)))
+		return false
+	case err != nil:
+		h.log.Warn("lifeline: event log failed during a replay; closing the stream",
+			"session", logID(g.sess.id), "err", err)
+		return false
+	case stream != getStreamID:
+		// Only the GET stream is recorded so far: an id of another stream
+		// of this session cannot be issued. Say so rather than guess.
+		h.log.Error("lifeline: a resumed id named a stream other than the GET stream",
+			"session", logID(g.sess.id), "stream", stream)
+		if !opened {
+			writeFailure(g.w, errUnknownEventID(g.resumeFrom))
+		}
+		return false
+	case !opened:
+		return open() == nil
+	}
+	return true
+}
+
+// resumeCarried settles the carry-over of a stream that resumed: what the
+// replay has just sent (replayed[id] is true), or the client had (its id is
+// the client's cursor), is not written again. It returns the carry-over
+// still to write.
+func (sess *session) resumeCarried(carry []carried, replayed map[string]bool) []carried {
+	rest := carry[:0]
+	for _, c := range carry {
+		if c.id == "" || !replayed[c.id] {
+			rest = append(rest, c)
+			continue
+		}
+		if sess.calls.take(c.msg) {
+			sess.calls.wrote(c.msg)
+		}
+	}
+	return rest
+}
+
+// carriedIDs returns the event ids of the carry-over's recorded messages,
+// each mapped to false (nil when there are none).
+func (sess *session) carriedIDs() map[string]bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	var ids map[string]bool
+	for _, c := range sess.carry {
+		if c.id != "" {
+			if ids == nil {
+				ids = make(map[string]bool, len(sess.carry))
+			}
+			ids[c.id] = false
+		}
+	}
+	return ids
+}
+
+// carryHeadRecorded reports whether the carry-over's first message has an
+// event id. Only the stream that holds the session's slot takes from the
+// carry-over; others only append, so the head stays until it does.
+func (sess *session) carryHeadRecorded() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return len(sess.carry) > 0 && sess.carry[0].id != ""
+}
