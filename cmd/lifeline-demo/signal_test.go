@@ -237,3 +237,63 @@ func TestProgressDelayBounds(t *testing.T) {
 		t.Errorf("run = %v", err)
 	}
 }
+
+// TestDemoReplicaDrainKeepsSessions is a rolling deploy of two demos on one
+// Redis: replica A is stopped (as on SIGTERM) while a call of a session
+// runs on it. A's readiness turns 503 while B's stays 200, the call still
+// gets its result, A's run returns nil, and the session goes on, on B.
+func TestDemoReplicaDrainKeepsSessions(t *testing.T) {
+	redisURL := "redis://" + testutil.StartRedis(t) + "/0"
+	logs := newLogBuffer(t)
+	addrA, stopA := startDemo(t, logs, "-addr", "127.0.0.1:0", "-redis", redisURL, "-drain-delay", "200ms")
+	addrB, stopB := startDemo(t, logs, "-addr", "127.0.0.1:0", "-redis", redisURL)
+	ctx := testutil.Context(t, 2*wait)
+	hc := rawClient(t, "http://"+addrA).HTTP
+
+	c := rawClient(t, "http://"+addrA+"/mcp")
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatalf("initialize on replica A: %v", err)
+	}
+	call, err := c.PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": map[string]any{
+		"name":      "lifeline_progress",
+		"arguments": map[string]any{"steps": 5, "delay_ms": 100},
+		"_meta":     map[string]any{"progressToken": "deploy"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer call.Close()
+	if _, err := call.NextMatching(ctx, func(m testutil.Message) bool { return m.Method == "notifications/progress" }); err != nil {
+		t.Fatalf("the first progress notification: %v", err)
+	}
+
+	stoppedA := make(chan error, 1)
+	go func() { stoppedA <- stopA() }()
+	testutil.Eventually(t, wait, "replica A's "+readyPath+" 503 once it drains", func() bool {
+		code, _ := getStatus(ctx, t, hc, "http://"+addrA+readyPath)
+		return code == http.StatusServiceUnavailable
+	})
+	if code, body := getStatus(ctx, t, hc, "http://"+addrB+readyPath); code != http.StatusOK {
+		t.Errorf("replica B's %s while A drains = %d %q, want 200", readyPath, code, body)
+	}
+	result, err := call.NextMatching(ctx, func(m testutil.Message) bool { return len(m.ID) > 0 })
+	if err != nil || result.Error != nil || !strings.Contains(string(result.Result), "done 5 steps") {
+		t.Errorf("the call running on A as it stopped: %+v (result %s), %v; want done 5 steps", result, result.Result, err)
+	}
+	select {
+	case err := <-stoppedA:
+		if err != nil {
+			t.Errorf("replica A's run = %v, want nil", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("replica A did not stop")
+	}
+
+	c.URL = "http://" + addrB + "/mcp"
+	if got := callOK(ctx, t, c, "echo", map[string]any{"text": "after A left"}); got != "after A left" {
+		t.Errorf("echo on replica B after A stopped returned %q", got)
+	}
+	if err := stopB(); err != nil {
+		t.Errorf("replica B's run = %v", err)
+	}
+}
