@@ -39,6 +39,26 @@ func healthPath(p string) string {
 	return "/" + strings.Trim(p, "/")
 }
 
+// checkHealthPaths reports health paths that the default mux cannot take:
+// one that is the endpoint's or the other check's, or one that is not a
+// plain path (ServeMux would read a space as a method or a brace as a
+// wildcard, and panic on a bad pattern).
+func checkHealthPaths(endpoint, ready, live string) error {
+	for _, p := range []string{ready, live} {
+		switch {
+		case p == "":
+		case strings.ContainsAny(p, " \t\r\n{}"):
+			return fmt.Errorf("lifeline: WithHealthPaths: %q is not a plain URL path", p)
+		case p == endpoint:
+			return fmt.Errorf("lifeline: WithHealthPaths: %q is the MCP endpoint's path", p)
+		}
+	}
+	if ready != "" && ready == live {
+		return fmt.Errorf("lifeline: WithHealthPaths: readiness and liveness share the path %q", ready)
+	}
+	return nil
+}
+
 // ReadinessHandler returns the readiness check, for a load balancer or a
 // Kubernetes readinessProbe. It answers GET and HEAD with 200
 // {"status":"ready"} while Start or Serve is serving on a listener, and

@@ -311,3 +311,32 @@ func TestReadinessFollowsStart(t *testing.T) {
 	}
 	expectProbe(ctx, t, hc, adminTS.URL, http.StatusServiceUnavailable, "draining")
 }
+
+// TestWithHealthPathsRefusesClashes: a health path that is the endpoint's,
+// the other check's, or no plain path makes Serve return a clear error
+// (and close its listener) instead of panicking in ServeMux.
+func TestWithHealthPathsRefusesClashes(t *testing.T) {
+	for _, tc := range []struct {
+		ready, live, want string
+	}{
+		{"/mcp", "/livez", "is the MCP endpoint's path"},
+		{"/readyz", "mcp", "is the MCP endpoint's path"},
+		{"/health", "/health/", "share the path"},
+		{"/ready z", "", "is not a plain URL path"},
+		{"/{ready}", "", "is not a plain URL path"},
+	} {
+		srv := newServer(t, server.WithHealthPaths(tc.ready, tc.live))
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = srv.Serve(l)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WithHealthPaths(%q, %q): Serve = %v, want an error saying it %s", tc.ready, tc.live, err, tc.want)
+		}
+		if conn, derr := net.Dial("tcp", l.Addr().String()); derr == nil {
+			conn.Close()
+			t.Errorf("WithHealthPaths(%q, %q): Serve returned but left its listener open", tc.ready, tc.live)
+		}
+	}
+}

@@ -216,6 +216,9 @@ func (s *Server) server(addr string) (*http.Server, error) {
 	}
 	srv := s.httpServer
 	if srv.Handler == nil {
+		if err := checkHealthPaths(s.endpointPath, s.readyPath, s.livePath); err != nil {
+			return nil, err
+		}
 		mux := http.NewServeMux()
 		mux.Handle(s.endpointPath, s)
 		if s.readyPath != "" {
