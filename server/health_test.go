@@ -97,7 +97,7 @@ func TestReadinessTurns503WhenShutdownBegins(t *testing.T) {
 	adminTS := httptest.NewServer(admin)
 	defer adminTS.Close()
 	hc := httpClient(t)
-	ctx := testutil.Context(t, wait)
+	ctx := testutil.Context(t, 2*wait) // outlasts every Eventually
 
 	// Before Serve: alive, not ready.
 	expectProbe(ctx, t, hc, adminTS.URL+"/ready", http.StatusServiceUnavailable, "not listening")
@@ -186,7 +186,7 @@ func TestDrainFlipsReadinessOnly(t *testing.T) {
 	srv := newServer(t, server.WithHealthPaths("/readyz", "/livez"))
 	base, served := serve(t, srv)
 	hc := httpClient(t)
-	ctx := testutil.Context(t, wait)
+	ctx := testutil.Context(t, 2*wait) // outlasts every Eventually
 	testutil.Eventually(t, wait, "readiness 200 once Serve listens", func() bool {
 		code, _ := probe(ctx, t, hc, base+"/readyz")
 		return code == http.StatusOK
@@ -241,7 +241,7 @@ func TestHealthChecksAnswerOtherMethods405(t *testing.T) {
 	srv := newServer(t, server.WithHealthPaths("/readyz", "/livez"))
 	base, _ := serve(t, srv)
 	hc := httpClient(t)
-	ctx := testutil.Context(t, wait)
+	ctx := testutil.Context(t, 2*wait) // outlasts every Eventually
 	for _, path := range []string{"/readyz", "/livez"} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader("{}"))
 		resp, err := hc.Do(req)
@@ -280,7 +280,7 @@ func TestReadinessFollowsStart(t *testing.T) {
 	adminTS := httptest.NewServer(srv.ReadinessHandler())
 	defer adminTS.Close()
 	hc := httpClient(t)
-	ctx := testutil.Context(t, wait)
+	ctx := testutil.Context(t, 2*wait) // outlasts every Eventually
 
 	unbound := newServer(t)
 	unboundTS := httptest.NewServer(unbound.ReadinessHandler())
