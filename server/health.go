@@ -64,9 +64,9 @@ func checkHealthPaths(endpoint, ready, live string) error {
 // {"status":"ready"} while Start or Serve is serving on a listener, and
 // with 503 otherwise: {"status":"not listening"} before Start or Serve has
 // its listener (or after it returned), {"status":"draining"} from the
-// moment Drain or Shutdown is called, for good, while running requests
-// still finish and streams are still open. It involves no MCP and takes
-// no lock. A Server that the caller mounts in an http.Server run by the
+// moment Drain or Shutdown is called, for good: through Drain's delay,
+// while the endpoint still serves as before, and through Shutdown, while
+// running requests finish. It involves no MCP and takes no lock. A Server that the caller mounts in an http.Server run by the
 // caller, rather than through Start or Serve, is never ready: pass that
 // http.Server with WithStreamableHTTPServer and call Serve or Start.
 func (s *Server) ReadinessHandler() http.Handler { return healthHandler(s.readiness) }
