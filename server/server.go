@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -182,7 +183,14 @@ type Server struct {
 	cfg             streamable.Config
 	endpointPath    string
 	tlsCert, tlsKey string
+	readyPath       string // WithHealthPaths; "" mounts nothing
+	livePath        string
 	handler         *streamable.Handler
+
+	// Health state, read by the health checks without a lock.
+	listening atomic.Int32 // Start and Serve calls holding a listener
+	draining  atomic.Bool  // Drain or Shutdown was called
+	stopped   atomic.Bool  // Shutdown returned
 
 	mu         sync.Mutex
 	httpServer *http.Server
@@ -223,8 +231,17 @@ func (s *Server) server(addr string) (*http.Server, error) {
 	}
 	srv := s.httpServer
 	if srv.Handler == nil {
+		if err := checkHealthPaths(s.endpointPath, s.readyPath, s.livePath); err != nil {
+			return nil, err
+		}
 		mux := http.NewServeMux()
 		mux.Handle(s.endpointPath, s)
+		if s.readyPath != "" {
+			mux.Handle(s.readyPath, s.ReadinessHandler())
+		}
+		if s.livePath != "" {
+			mux.Handle(s.livePath, s.LivenessHandler())
+		}
 		srv.Handler = mux
 	}
 	switch {
@@ -243,13 +260,29 @@ func (s *Server) Start(addr string) error {
 	if err != nil {
 		return err
 	}
-	if s.tlsCert != "" || s.tlsKey != "" {
-		if s.tlsCert == "" || s.tlsKey == "" {
-			return errors.New("lifeline: WithTLSCert needs both a certificate and a key file")
-		}
-		return srv.ListenAndServeTLS(s.tlsCert, s.tlsKey)
+	useTLS := s.tlsCert != "" || s.tlsKey != ""
+	if useTLS && (s.tlsCert == "" || s.tlsKey == "") {
+		return errors.New("lifeline: WithTLSCert needs both a certificate and a key file")
 	}
-	return srv.ListenAndServe()
+	// Listen here rather than in ListenAndServe, so that readiness turns
+	// 200 only once the port is bound.
+	addr = srv.Addr
+	if addr == "" {
+		addr = ":http"
+		if useTLS {
+			addr = ":https"
+		}
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.listening.Add(1)
+	defer s.listening.Add(-1)
+	if useTLS {
+		return srv.ServeTLS(l, s.tlsCert, s.tlsKey)
+	}
+	return srv.Serve(l)
 }
 
 // Serve serves on l until Shutdown, when it returns http.ErrServerClosed;
@@ -260,13 +293,18 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return err
 	}
+	s.listening.Add(1)
+	defer s.listening.Add(-1)
 	return srv.Serve(l)
 }
 
 // Shutdown stops the transport (every session terminated, every stream
 // closed, blocked writes interrupted, handlers waited for) and then the HTTP
-// server, all bounded by ctx.
+// server, all bounded by ctx. ReadinessHandler answers 503 from the moment
+// it is called, LivenessHandler once it has returned.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	defer s.stopped.Store(true)
 	err := s.handler.Shutdown(ctx)
 	s.mu.Lock()
 	s.closed = true

@@ -50,9 +50,11 @@ func newLogBuffer(t *testing.T) *logBuffer {
 
 // startDemo runs the demo with args in a goroutine and returns its address
 // and a stop function that cancels its context and returns what run
-// returned. The test fails if run is still running at the end.
+// returned. The test fails if run is still running at the end. The drain
+// delay is 0 unless args set it.
 func startDemo(t *testing.T, logs io.Writer, args ...string) (addr string, stop func() error) {
 	t.Helper()
+	args = append([]string{"-drain-delay", "0"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)

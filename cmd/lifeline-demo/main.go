@@ -5,11 +5,22 @@
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
 //	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline-demo:]
+//	    [-drain-delay 5s] [-shutdown-timeout 10s]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
-// {steps}, whose progress and log notifications travel on the call's own
-// response. With -debug, /debug/pprof/ is served on the same listener.
+// {steps, delay_ms}, whose progress and log notifications travel on the
+// call's own response. With -debug, /debug/pprof/ is served on the same
+// listener.
+//
+// Health checks for a load balancer or Kubernetes are served on the same
+// listener: /readyz (200 while serving, 503 from the first SIGTERM or
+// SIGINT on) and /livez (200 until the server has shut down). On SIGTERM or
+// SIGINT the demo drains: readiness turns 503 at once, the demo goes on
+// serving for -drain-delay so that the load balancer notices, then shuts
+// down within -shutdown-timeout (new requests get 503, streams close,
+// running calls finish) and exits 0, or 1 if calls were still running when
+// the timeout ended. A second signal ends the process at once.
 //
 // With -everything, the demo serves the MCP conformance suite's
 // "everything" server (package internal/everything: its test_* tools,
@@ -53,6 +64,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Once the first signal starts the drain, a second one gets Go's
+	// default handling: the process ends at once.
+	context.AfterFunc(ctx, stop)
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "lifeline-demo:", err)
 		os.Exit(1)
@@ -73,8 +87,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	redisURL := fs.String("redis", "", "Redis URL of a session store shared by replicas, e.g. redis://127.0.0.1:6379/0 (empty: in-memory store)")
 	redisPrefix := fs.String("redis-prefix", demoRedisPrefix,
 		"prefix of the Redis keys, named after the application: replicas sharing sessions use the same one, and nothing else on the Redis may")
+	drainDelay := fs.Duration("drain-delay", defaultDrainDelay,
+		"on SIGTERM or SIGINT, how long /readyz answers 503 while the demo still serves, before it shuts down")
+	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout,
+		"how long shutdown lets running calls finish before it cancels them and exits")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *drainDelay < 0 || *shutdownTimeout <= 0 {
+		return fmt.Errorf("-drain-delay must not be negative and -shutdown-timeout must be positive (got %v and %v)",
+			*drainDelay, *shutdownTimeout)
 	}
 	// A bad -redis URL fails here, before anything runs.
 	var redisOpts *redis.Options
@@ -122,6 +144,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		}),
 	)
 	mux.Handle(server.DefaultEndpointPath, srv)
+	mux.Handle(readyPath, srv.ReadinessHandler())
+	mux.Handle(livePath, srv.LivenessHandler())
 	if *debug {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -131,6 +155,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 
 	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
+		"readyz", readyPath, "livez", livePath, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
 		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode},
 		storeAttrs...)...)
 	served := make(chan error, 1)
@@ -142,10 +167,19 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	select {
 	case serveErr = <-served:
 	case <-ctx.Done():
+		serveErr = drain(srv, served, *drainDelay, logger)
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	logger.Info("lifeline-demo: shutting down: new requests get 503, streams close, running calls may finish",
+		"timeout", *shutdownTimeout)
+	began := time.Now()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
+	if err != nil {
+		logger.Error("lifeline-demo: shutdown did not finish cleanly", "took", time.Since(began), "err", err)
+	} else {
+		logger.Info("lifeline-demo: shut down", "took", time.Since(began))
+	}
 	if serveErr == nil {
 		serveErr = <-served
 	}
@@ -153,6 +187,38 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		err = errors.Join(err, fmt.Errorf("serve: %w", serveErr))
 	}
 	return err
+}
+
+// Health check paths and the drain defaults.
+const (
+	readyPath              = "/readyz"
+	livePath               = "/livez"
+	defaultDrainDelay      = 5 * time.Second
+	defaultShutdownTimeout = 10 * time.Second
+)
+
+// drain turns readiness 503 and keeps serving for delay, so that a load
+// balancer stops sending here before Shutdown refuses requests. It returns
+// early, with Serve's error, if Serve ends on its own meanwhile; nil
+// otherwise.
+func drain(srv *server.Server, served <-chan error, delay time.Duration, logger *slog.Logger) error {
+	logger.Info("lifeline-demo: stopping: draining, "+readyPath+" now answers 503", "drain_delay", delay)
+	drained := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		defer close(drained)
+		_ = srv.Drain(ctx, delay)
+	}()
+	select {
+	case <-drained:
+		logger.Info("lifeline-demo: drain delay over")
+		return nil
+	case err := <-served:
+		cancel()
+		<-drained
+		return err
+	}
 }
 
 // demoRedisPrefix is -redis-prefix's default: the demo's server name, so

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -18,6 +19,7 @@ const (
 	MaxNotifyCount = 100000
 	MaxNotifyBytes = 1 << 20
 	MaxSteps       = 10000
+	MaxStepDelayMS = 10000
 )
 
 // NewServer returns an MCP server with the demo tools registered.
@@ -40,6 +42,8 @@ func NewServer(name, version string) *server.MCPServer {
 		mcp.WithDescription("Sends steps progress notifications (when the call has a progress token) "+
 			"and steps log notifications during the call, on the call's own response stream, then returns."),
 		mcp.WithNumber("steps", mcp.Description("how many steps (default 3)")),
+		mcp.WithNumber("delay_ms", mcp.Description(fmt.Sprintf(
+			"milliseconds to wait before each step, 0..%d (default 0), so the call stays running a while", MaxStepDelayMS))),
 	), progress(s))
 	return s
 }
@@ -91,12 +95,17 @@ func progress(s *server.MCPServer) server.ToolHandlerFunc {
 		if steps < 0 || steps > MaxSteps {
 			return mcp.NewToolResultError(fmt.Sprintf("steps must be 0..%d", MaxSteps)), nil
 		}
+		delayMS := req.GetInt("delay_ms", 0)
+		if delayMS < 0 || delayMS > MaxStepDelayMS {
+			return mcp.NewToolResultError(fmt.Sprintf("delay_ms must be 0..%d", MaxStepDelayMS)), nil
+		}
+		delay := time.Duration(delayMS) * time.Millisecond
 		var token mcp.ProgressToken
 		if req.Params.Meta != nil {
 			token = req.Params.Meta.ProgressToken
 		}
 		for i := 1; i <= steps; i++ {
-			if err := ctx.Err(); err != nil {
+			if err := pause(ctx, delay); err != nil {
 				return nil, fmt.Errorf("lifeline_progress cancelled at step %d: %w", i, err)
 			}
 			if token != nil {
@@ -115,5 +124,20 @@ func progress(s *server.MCPServer) server.ToolHandlerFunc {
 			})
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("done %d steps", steps)), nil
+	}
+}
+
+// pause waits d, or until ctx ends, when it returns ctx's error.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
