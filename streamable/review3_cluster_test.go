@@ -1,0 +1,95 @@
+package streamable_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+// Review 3: replicas with a shared store and a shared event log (here one
+// MemoryEventLog that every replica uses; redisstore.EventLog behaves the
+// same). A's GET stream fails a write: the message got its id X (it is in
+// the log) and goes to A's carry-over with it. The client resumes on B
+// from the last id it received. B's replay sends X; then A's pump forwards
+// its carry-over to B's stream (encodeForwarded keeps the attempts, not
+// the id), and B records it anew and writes it again: a duplicate.
+func TestReview3_ResumeOnAnotherReplicaDoublesTheCarriedMessage(t *testing.T) {
+	big := sessionstore.EventLogOptions{MaxStreamBytes: 64 << 20, MaxSessionBytes: 64 << 20, MaxStreamEvents: 10000}
+	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{EventLogOptions: big, MaxTotalBytes: 256 << 20})
+	cl := newCluster(t, streamable.Config{WriteTimeout: 200 * time.Millisecond, EventLog: log}, redisstore.Options{})
+	a := cl.replicas[0]
+	c := cl.session(0)
+	ctx := testutil.Context(t, wait)
+
+	sr, err := testutil.DialStalledStream(ctx, a.ts.URL, c.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sr.Close() })
+	if status, err := sr.Status(ctx); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("stalled GET: %q, %v", status, err)
+	}
+	resp, err := c.CallTool(ctx, "lifeline_notify_session", map[string]any{"count": floodCount, "bytes": floodBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "flood", resp.Status, http.StatusOK, resp.Body)
+	testutil.Eventually(t, wait, "A's stalled stream to fail its write and exit", func() bool {
+		return a.h.Stats().GetStreams == 0
+	})
+	body, err := sr.ReadBody(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int{}
+	var order []int
+	lastID := ""
+	take := func(ev testutil.Event) {
+		m, err := ev.Message()
+		if err != nil || !notPing(m) {
+			return
+		}
+		seq := seqOf(t, m)
+		got[seq]++
+		order = append(order, seq)
+		lastID = ev.ID
+	}
+	rd := testutil.NewSSEReader(bytes.NewReader(body))
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if ev.HasMessage() {
+			take(ev)
+		}
+	}
+	if len(order) == 0 || len(order) == floodCount || lastID == "" {
+		t.Fatalf("%d messages (last id %q) reached the stalled client; the test needs some, not all", len(order), lastID)
+	}
+	onStalled := len(order)
+
+	b := cl.client(1, c)
+	s := openResume(t, b, lastID)
+	wantStatus(t, "resume on B", s.Status, http.StatusOK, s.Body)
+	for len(order) < floodCount {
+		ev, err := s.NextMessageEvent(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d messages (%d on the stalled stream): %v", len(order), floodCount, onStalled, err)
+		}
+		take(ev)
+	}
+	for i, seq := range order {
+		if seq != i || got[seq] != 1 {
+			t.Fatalf("message %d is seq %d, seen %d times (%d reached the stalled stream): order %v",
+				i, seq, got[seq], onStalled, order[max(0, i-3):min(len(order), i+4)])
+		}
+	}
+}
