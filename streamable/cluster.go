@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -130,19 +131,41 @@ func (s *session) restoreRecord(rec sessionstore.Record) {
 // before it.
 
 // encodeForwarded is c as a pump forwards it.
+// A forwarded message with attempts or an event id starts with one byte
+// below ' ' (no JSON message does): the attempts, plus forwardedHasID when
+// the event id follows, ended by '\n' (ids hold no newline).
 func encodeForwarded(c carried) []byte {
-	if c.attempts <= 0 {
+	if c.attempts <= 0 && c.id == "" {
 		return c.msg
 	}
-	return append([]byte{byte(min(c.attempts, maxWriteAttempts))}, c.msg...)
+	b := byte(min(max(c.attempts, 0), maxWriteAttempts))
+	if c.id == "" {
+		return append([]byte{b}, c.msg...)
+	}
+	out := make([]byte, 0, 2+len(c.id)+len(c.msg))
+	out = append(out, b|forwardedHasID)
+	out = append(out, c.id...)
+	out = append(out, '\n')
+	return append(out, c.msg...)
 }
+
+// forwardedHasID marks a forwarded message that carries its event id.
+const forwardedHasID = 0x10
 
 // decodeForwarded reads a message a pump forwarded.
 func decodeForwarded(m []byte) carried {
-	if len(m) > 0 && m[0] < ' ' {
-		return carried{msg: m[1:], attempts: int(m[0])}
+	if len(m) == 0 || m[0] >= ' ' {
+		return carried{msg: m}
 	}
-	return carried{msg: m}
+	c := carried{attempts: int(m[0] &^ forwardedHasID)}
+	rest := m[1:]
+	if m[0]&forwardedHasID != 0 {
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			c.id, rest = string(rest[:i]), rest[i+1:]
+		}
+	}
+	c.msg = rest
+	return c
 }
 
 // failRemoteCall tells the replica that issued msg, a server-to-client

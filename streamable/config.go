@@ -30,6 +30,11 @@ const (
 	DefaultRetryAfter       = 5 * time.Second
 )
 
+// defaultEventTTL is the default memory event log's expiry of a session's
+// events after its last one: a backstop, as the transport purges a
+// session's events when it ends.
+const defaultEventTTL = 24 * time.Hour
+
 // Disabled, given as HeartbeatInterval or IdleTTL, turns the feature off.
 // (A zero value means "use the default".)
 const Disabled time.Duration = -1
@@ -156,7 +161,10 @@ type Config struct {
 	// written there carries an SSE id from the log, and a GET with
 	// Last-Event-ID is first sent, in order and once each, what the stream
 	// sent after that id, then goes on live (an id the log does not hold
-	// for the session gets 400). mcp-go's server.EventStore satisfies it.
+	// for the session, evicted or expired say, opens a fresh stream, and
+	// that is logged: a client would take an error for its session's
+	// end). mcp-go's server.EventStore satisfies it. A session's events
+	// last as long as it does.
 	// When nil, and the Store is the process-local default, a bounded
 	// sessionstore.MemoryEventLog is used (its documented bounds: 1,000
 	// events and 4 MiB per stream, 256 MiB for the process); with a shared
@@ -232,7 +240,11 @@ func (c Config) effective() Config {
 	case c.DisableEventLog:
 		c.EventLog = nil
 	case c.EventLog == nil && !isShared(c.Store):
-		c.EventLog = sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{Now: c.Clock.Now})
+		// Events live as long as their session (the transport purges them
+		// when it ends); the log's own expiry only backs a missed purge up,
+		// so that a quiet stream's events do not lapse while it is open.
+		c.EventLog = sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{Now: c.Clock.Now,
+			EventLogOptions: sessionstore.EventLogOptions{TTL: defaultEventTTL}})
 	}
 	return c
 }

@@ -345,10 +345,14 @@ func (h *Handler) runGet(g *getStream) {
 	if g.resumeFrom != "" {
 		// Resuming: what the stream sent after the client's cursor first.
 		if !validEventID(g.resumeFrom) {
-			writeFailure(g.w, errUnknownEventID(g.resumeFrom))
-			return
-		}
-		if !h.replay(g) {
+			h.freshStream(g, "it is not an id this transport issues")
+			if err := h.openGet(g); err != nil {
+				if !g.begun() {
+					writeFailure(g.w, h.goneAnswer())
+				}
+				return
+			}
+		} else if !h.replay(g) {
 			return
 		}
 	} else if err := h.openGet(g); err != nil {
@@ -387,7 +391,8 @@ func (h *Handler) runGet(g *getStream) {
 	}
 	for {
 		var msg []byte
-		attempts := 0 // how many streams already failed to write msg
+		attempts := 0     // how many streams already failed to write msg
+		forwardedID := "" // its event id, when another replica recorded it
 		// A send that raced the queues' making is read once they are
 		// empty: the sender's earlier messages are in them (idle_queue.go).
 		lateNow := late
@@ -448,7 +453,7 @@ func (h *Handler) runGet(g *getStream) {
 				return
 			}
 			c := decodeForwarded(m)
-			msg, attempts = c.msg, c.attempts
+			msg, attempts, forwardedID = c.msg, c.attempts, c.id
 		case m, ok := <-bus.msgs:
 			if !ok {
 				h.busClosed(g, bus)
@@ -469,7 +474,16 @@ func (h *Handler) runGet(g *getStream) {
 			}
 			continue
 		}
-		id := h.record(sess, msg)
+		id := forwardedID // recorded on the replica whose stream failed to write it
+		if id != "" && g.replayed[id] {
+			if sess.calls.take(msg) {
+				sess.calls.wrote(msg) // the replay has just sent it
+			}
+			continue
+		}
+		if id == "" {
+			id = h.record(sess, msg)
+		}
 		if err := g.eventWithID(id, msg); err != nil {
 			sess.writeFailed(carried{msg: msg, attempts: attempts, id: id}, err)
 			return

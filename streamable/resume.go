@@ -53,7 +53,11 @@ func (h *Handler) record(sess *session, msg []byte) string {
 	if log == nil {
 		return ""
 	}
-	id, err := log.StoreEvent(context.WithoutCancel(sess.ctx), sess.id, getStreamID, msg)
+	// Bounded like a write, and cut short when the session ends: a log
+	// that hangs never holds the stream's handler.
+	ctx, cancel := context.WithTimeout(sess.ctx, h.cfg.WriteTimeout)
+	defer cancel()
+	id, err := log.StoreEvent(ctx, sess.id, getStreamID, msg)
 	if err == nil && !validEventID(id) {
 		err = fmt.Errorf("the event log returned an id that cannot go on an SSE stream (%d bytes)", len(id))
 	}
@@ -132,17 +136,22 @@ func (h *Handler) replay(g *getStream) bool {
 		if wrote = g.eventWithID(id, msg); wrote != nil {
 			return wrote
 		}
-		if _, ok := g.replayed[id]; ok {
-			g.replayed[id] = true
+		if g.replayed == nil {
+			g.replayed = make(map[string]bool)
 		}
+		g.replayed[id] = true // a carried or forwarded copy is not written again
 		return nil
 	})
 	switch {
 	case wrote != nil:
 		return false
 	case errors.Is(err, sessionstore.ErrUnknownEventID) && !opened:
-		writeFailure(g.w, errUnknownEventID(g.resumeFrom))
-		return false
+		// The log no longer holds the id (evicted, expired, another
+		// replica's memory, another session's): the session is live, so
+		// the stream opens afresh, with what is carried, rather than
+		// answer an error a client takes for its session's end.
+		h.freshStream(g, "the event log does not hold it")
+		return open() == nil
 	case err != nil && !opened:
 		writeFailure(g.w, errStore(fmt.Errorf("replay events: %w", err)))
 		return false
@@ -156,7 +165,8 @@ func (h *Handler) replay(g *getStream) bool {
 		h.log.Error("lifeline: a resumed id named a stream other than the GET stream",
 			"session", logID(g.sess.id), "stream", stream)
 		if !opened {
-			writeFailure(g.w, errUnknownEventID(g.resumeFrom))
+			h.freshStream(g, "it names another stream")
+			return open() == nil
 		}
 		return false
 	case !opened:
@@ -207,4 +217,14 @@ func (sess *session) carryHeadRecorded() bool {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	return len(sess.carry) > 0 && sess.carry[0].id != ""
+}
+
+// freshStream turns g, which asked to resume after an id that cannot be
+// resumed after, into a fresh stream: nothing is replayed, and its opening
+// gets a new priming id. What the client missed before is lost to it.
+func (h *Handler) freshStream(g *getStream, why string) {
+	h.log.Warn("lifeline: a GET's Last-Event-ID cannot be resumed after; the stream opens afresh",
+		"session", logID(g.sess.id), "reason", why)
+	g.resumeFrom = ""
+	g.replayed = nil
 }

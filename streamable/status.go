@@ -179,15 +179,6 @@ func errStatelessMethod() *failure {
 		message: "Method Not Allowed: this server is stateless; it has no sessions and no standalone stream"}
 }
 
-func errUnknownEventID(id string) *failure {
-	if len(id) > 64 {
-		id = id[:64] + "..."
-	}
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
-		message: fmt.Sprintf("Bad Request: Last-Event-ID %q is not an event this session's stream can resume after "+
-			"(unknown, expired, or another session's); open the stream again without Last-Event-ID", id)}
-}
-
 // 406 Not Acceptable.
 func errNotAcceptablePost() *failure {
 	return &failure{status: http.StatusNotAcceptable, code: codeServerError,

@@ -11,16 +11,12 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// Review 3: the Go SDK v1.8.0 client, at 2025-11-25, with lifeline's
-// defaults (the memory event log on). Its standalone stream stays open and
-// quiet for an hour while the client makes a call every ten minutes (the
-// session is busy, never idle); the event log's default 30-minute TTL
-// lapses. A proxy then cuts the stream. The SDK resumes with the last id
-// it got; lifeline answers 400 (the log forgot the id), and the SDK fails
-// the whole client connection (handleSSE -> checkResponse -> c.fail):
-// later notifications never arrive and calls fail. Before the event log
-// the SDK reconnected without Last-Event-ID and carried on.
-func TestReview3_GoSDKSessionSurvivesAStreamCutAfterAQuietHour(t *testing.T) {
+// The Go SDK v1.8.0 client, at 2025-11-25, with lifeline's defaults (the
+// memory event log on): its standalone stream stays open and quiet for an
+// hour while it makes a call every ten minutes, then a proxy cuts it. It
+// resumes with the last id it got, and its session carries on (a 400 would
+// make it fail its whole connection).
+func TestGoSDKSessionSurvivesAStreamCutAfterAQuietHour(t *testing.T) {
 	clock := testutil.NewManualClock(time.Unix(1_000_000, 0))
 	h := start(t, streamable.Config{Clock: clock, HeartbeatInterval: streamable.Disabled})
 	t.Cleanup(func() {

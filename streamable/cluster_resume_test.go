@@ -13,14 +13,11 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// Review 3: replicas with a shared store and a shared event log (here one
-// MemoryEventLog that every replica uses; redisstore.EventLog behaves the
-// same). A's GET stream fails a write: the message got its id X (it is in
-// the log) and goes to A's carry-over with it. The client resumes on B
-// from the last id it received. B's replay sends X; then A's pump forwards
-// its carry-over to B's stream (encodeForwarded keeps the attempts, not
-// the id), and B records it anew and writes it again: a duplicate.
-func TestReview3_ResumeOnAnotherReplicaDoublesTheCarriedMessage(t *testing.T) {
+// With replicas and a shared event log, a message A's stream failed to
+// write (recorded, carried with its id) reaches the client once when it
+// resumes on B: A's pump forwards it with its id, and B, whose replay has
+// just sent that id, does not write it again.
+func TestClusterResumeOnAnotherReplicaDeliversTheCarriedMessageOnce(t *testing.T) {
 	big := sessionstore.EventLogOptions{MaxStreamBytes: 64 << 20, MaxSessionBytes: 64 << 20, MaxStreamEvents: 10000}
 	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{EventLogOptions: big, MaxTotalBytes: 256 << 20})
 	cl := newCluster(t, streamable.Config{WriteTimeout: 200 * time.Millisecond, EventLog: log}, redisstore.Options{})

@@ -9,15 +9,12 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// Review 3: a GET stream that stayed open and quiet for longer than the
-// default event log's TTL (30 min after the last StoreEvent; an open GET
-// stream keeps the session alive indefinitely, pings are not recorded),
-// then is cut by a proxy. The client resumes with the last id it got, as
-// every SDK client does. The session is alive, so the answer must not be
-// 400: the Go SDK v1.8.0 client fails its whole connection on a non-2xx
-// reconnect (streamable.go handleSSE -> checkResponse -> c.fail). Before
-// the event log, this reconnect got a fresh stream.
-func TestReview3_QuietStreamOlderThanEventTTLResumes(t *testing.T) {
+// A GET stream that stayed open and quiet for longer than an event log's
+// TTL, then cut by a proxy, resumes with the last id the client got: the
+// session is alive, so the stream opens (afresh when the log forgot the
+// id), never an error, which the Go SDK v1.8.0 client takes for its
+// connection's end.
+func TestQuietStreamOlderThanTheEventTTLResumes(t *testing.T) {
 	clock := testutil.NewManualClock(time.Unix(1_000_000, 0))
 	r := newRig(t, streamable.Config{Clock: clock, HeartbeatInterval: streamable.Disabled})
 	ctx := testutil.Context(t, wait)
