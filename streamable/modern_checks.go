@@ -3,7 +3,6 @@ package streamable
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -177,44 +176,24 @@ func checkParamHeaderChars(hdr http.Header) *failure {
 	return nil
 }
 
-// maxToolPages bounds the pages of tools/list that listedTool reads.
-const maxToolPages = 100
-
 // listedTool finds the tool named name in the MCPServer's tools/list (task
-// tools included, which GetTool does not see), page by page, or returns
-// nil. It costs what a client's tools/list does, once per tools/call of a
-// name GetTool does not know; the MCPServer's hooks see these calls, under
-// an id no client uses.
+// tools included, which GetTool does not see), or returns nil. It costs
+// what a client's tools/list does, once per tools/call of a name GetTool
+// does not know.
 func (h *Handler) listedTool(ctx context.Context, name string) *mcp.Tool {
-	id := mcp.NewRequestId("lifeline-tool-check-" + rand.Text())
-	cursor := mcp.Cursor("")
-	for range maxToolPages {
-		msg, err := json.Marshal(mcp.JSONRPCRequest{
-			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      id,
-			Request: mcp.Request{Method: string(mcp.MethodToolsList)},
-			Params:  mcp.PaginatedParams{Cursor: cursor},
-		})
-		if err != nil {
-			return nil
-		}
-		resp, ok := h.mcp.HandleMessage(ctx, msg).(mcp.JSONRPCResponse)
+	var found *mcp.Tool
+	h.listPages(ctx, mcp.MethodToolsList, func(result any) (bool, mcp.Cursor) {
+		res, ok := result.(mcp.ListToolsResult)
 		if !ok {
-			return nil
-		}
-		res, ok := resp.Result.(mcp.ListToolsResult)
-		if !ok {
-			return nil
+			return false, ""
 		}
 		for i := range res.Tools {
 			if res.Tools[i].Name == name {
-				return &res.Tools[i]
+				found = &res.Tools[i]
+				return true, ""
 			}
 		}
-		if res.NextCursor == "" {
-			return nil
-		}
-		cursor = res.NextCursor
-	}
-	return nil
+		return false, res.NextCursor
+	})
+	return found
 }

@@ -2,8 +2,6 @@ package streamable
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,48 +46,21 @@ func (s *session) resourceExists(uri string) bool {
 	return s.templateMatches(uri)
 }
 
-// maxTemplatePages bounds the pages of resources/templates/list that
-// templateMatches reads.
-const maxTemplatePages = 100
-
 // templateMatches reports whether uri matches a resource template of the
 // MCPServer or of the session. mcp-go exports the server's templates only
-// through resources/templates/list, so that is what it asks (the
-// MCPServer's hooks for that method see it), page by page.
+// through resources/templates/list, so that is what it asks (listPages).
 func (s *session) templateMatches(uri string) bool {
 	ctx := s.h.mcp.WithContext(context.Background(), s)
-	// An id no client uses: mcp-go files each request it runs under its
-	// session and id (to cancel it), and a client's request with the same
-	// id would lose its place.
-	id := mcp.NewRequestId("lifeline-template-check-" + rand.Text())
-	cursor := mcp.Cursor("")
-	for range maxTemplatePages {
-		msg, err := json.Marshal(mcp.JSONRPCRequest{
-			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      id,
-			Request: mcp.Request{Method: string(mcp.MethodResourcesTemplatesList)},
-			Params:  mcp.PaginatedParams{Cursor: cursor},
-		})
-		if err != nil {
-			return false
-		}
-		resp, ok := s.h.mcp.HandleMessage(ctx, msg).(mcp.JSONRPCResponse)
+	return s.h.listPages(ctx, mcp.MethodResourcesTemplatesList, func(result any) (bool, mcp.Cursor) {
+		res, ok := result.(mcp.ListResourceTemplatesResult)
 		if !ok {
-			return false
-		}
-		res, ok := resp.Result.(mcp.ListResourceTemplatesResult)
-		if !ok {
-			return false
+			return false, ""
 		}
 		for _, t := range res.ResourceTemplates {
 			if t.URITemplate != nil && t.URITemplate.Regexp().MatchString(uri) {
-				return true
+				return true, ""
 			}
 		}
-		if res.NextCursor == "" {
-			return false
-		}
-		cursor = res.NextCursor
-	}
-	return false
+		return false, res.NextCursor
+	})
 }
