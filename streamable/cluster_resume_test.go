@@ -19,8 +19,22 @@ import (
 // just sent that id, does not write it again.
 func TestClusterResumeOnAnotherReplicaDeliversTheCarriedMessageOnce(t *testing.T) {
 	big := sessionstore.EventLogOptions{MaxStreamBytes: 64 << 20, MaxSessionBytes: 64 << 20, MaxStreamEvents: 10000}
-	log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{EventLogOptions: big, MaxTotalBytes: 256 << 20})
-	cl := newCluster(t, streamable.Config{WriteTimeout: 200 * time.Millisecond, EventLog: log}, redisstore.Options{})
+	t.Run("shared memory log", func(t *testing.T) {
+		log := sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{EventLogOptions: big, MaxTotalBytes: 256 << 20})
+		resumeOnAnotherReplica(t, newCluster(t, streamable.Config{WriteTimeout: 200 * time.Millisecond, EventLog: log}, redisstore.Options{}))
+	})
+	// Each replica with the Redis event log of its own store: what one
+	// recorded, another replays.
+	t.Run("redis log", func(t *testing.T) {
+		resumeOnAnotherReplica(t, newConfiguredCluster(t, streamable.Config{WriteTimeout: 200 * time.Millisecond}, redisstore.Options{},
+			func(store *redisstore.Store, cfg *streamable.Config) { cfg.EventLog = store.EventLog(big) }))
+	})
+}
+
+// resumeOnAnotherReplica stalls a GET stream on replica A until its write
+// fails, then resumes on B from the last id the client got, and requires
+// every message once, in order.
+func resumeOnAnotherReplica(t *testing.T, cl *cluster) {
 	a := cl.replicas[0]
 	c := cl.session(0)
 	ctx := testutil.Context(t, wait)

@@ -58,6 +58,9 @@ type cluster struct {
 	// wrap, when set, wraps the store of the replica named name (a slow
 	// store, say).
 	wrap func(name string, store sessionstore.Store) sessionstore.Store
+	// configure, when set, adjusts each replica's Config with its store
+	// (to give it the store's event log, say).
+	configure func(store *redisstore.Store, cfg *streamable.Config)
 }
 
 // newCluster starts a redis-server and three replicas on it. Zero fields
@@ -71,7 +74,15 @@ func newCluster(t *testing.T, cfg streamable.Config, opts redisstore.Options) *c
 // each replica's MCPServer.
 func newClusterTB(t testing.TB, cfg streamable.Config, opts redisstore.Options, setup ...func(*server.MCPServer)) *cluster {
 	t.Helper()
-	c := &cluster{t: t, redis: testutil.StartRedisServer(t), setup: setup}
+	return newConfiguredCluster(t, cfg, opts, nil, setup...)
+}
+
+// newConfiguredCluster is newClusterTB with configure applied to each
+// replica's Config and store.
+func newConfiguredCluster(t testing.TB, cfg streamable.Config, opts redisstore.Options,
+	configure func(*redisstore.Store, *streamable.Config), setup ...func(*server.MCPServer)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, redis: testutil.StartRedisServer(t), setup: setup, configure: configure}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = clusterHeartbeat
 	}
@@ -96,6 +107,9 @@ func (c *cluster) start(name string, cfg streamable.Config, opts redisstore.Opti
 	rc := redis.NewClient(&redis.Options{Addr: c.redis.Addr(), ContextTimeoutEnabled: true})
 	store := redisstore.New(rc, opts)
 	cfg.Store = store
+	if c.configure != nil {
+		c.configure(store, &cfg)
+	}
 	if c.wrap != nil {
 		cfg.Store = c.wrap(name, store)
 	}
