@@ -146,21 +146,9 @@ func TestBlackboxModernShutdownEndsListenAtOnceRunningCallFinishes(t *testing.T)
 	if m := l.next(t); m.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first %s", m.Method)
 	}
-	call := make(chan *testutil.Response, 1)
-	go func() {
-		resp, err := r.client().Do(r.modernRequest(ctx, t, modernMsg(3, "tools/call", map[string]any{"name": "hold"}, nil), nil))
-		if err != nil {
-			t.Error(err)
-		}
-		call <- resp
-	}()
+	call := r.modernCallAsync(ctx, t, 3, "hold")
 	<-started
-	down := make(chan error, 1)
-	go func() {
-		sctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		down <- r.h.Shutdown(sctx)
-	}()
+	down := r.shutdownAsync()
 	for { // the listen stream ends while the call still runs
 		m := l.next(t)
 		if m.Method != "" {

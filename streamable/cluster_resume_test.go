@@ -90,17 +90,5 @@ func resumeOnAnotherReplica(t *testing.T, cl *cluster) {
 	b := cl.client(1, c)
 	s := openResume(t, b, lastID)
 	wantStatus(t, "resume on B", s.Status, http.StatusOK, s.Body)
-	for len(order) < floodCount {
-		ev, err := s.NextMessageEvent(ctx)
-		if err != nil {
-			t.Fatalf("after %d of %d messages (%d on the stalled stream): %v", len(order), floodCount, onStalled, err)
-		}
-		take(ev)
-	}
-	for i, seq := range order {
-		if seq != i || got[seq] != 1 {
-			t.Fatalf("message %d is seq %d, seen %d times (%d reached the stalled stream): order %v",
-				i, seq, got[seq], onStalled, order[max(0, i-3):min(len(order), i+4)])
-		}
-	}
+	readResumed(t, ctx, s, take, &order, got, onStalled)
 }

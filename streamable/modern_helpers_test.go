@@ -104,3 +104,29 @@ func rpcErrorOf(t *testing.T, resp *testutil.Response) (id string, code int, mes
 	}
 	return string(m.ID), m.Error.Code, m.Error.Message, m.Error.Data
 }
+
+// modernCallAsync sends a 2026-07-28 tools/call of tool with id in the
+// background; its answer arrives on the channel (nil if it failed).
+func (r *rig) modernCallAsync(ctx context.Context, t *testing.T, id any, tool string) <-chan *testutil.Response {
+	out := make(chan *testutil.Response, 1)
+	go func() {
+		resp, err := r.client().Do(r.modernRequest(ctx, t, modernMsg(id, "tools/call", map[string]any{"name": tool}, nil), nil))
+		if err != nil {
+			t.Error(err)
+		}
+		out <- resp
+	}()
+	return out
+}
+
+// shutdownAsync runs the handler's Shutdown (bounded by wait) in the
+// background; its result arrives on the channel.
+func (r *rig) shutdownAsync() <-chan error {
+	down := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		down <- r.h.Shutdown(sctx)
+	}()
+	return down
+}

@@ -103,21 +103,9 @@ func TestShuttingDownRefusalEchoesTheID(t *testing.T) {
 		})
 	})
 	ctx := testutil.Context(t, wait)
-	held := make(chan *testutil.Response, 1)
-	go func() {
-		resp, err := r.client().Do(r.modernRequest(ctx, t, modernMsg(1, "tools/call", map[string]any{"name": "hold"}, nil), nil))
-		if err != nil {
-			t.Error(err)
-		}
-		held <- resp
-	}()
+	held := r.modernCallAsync(ctx, t, 1, "hold")
 	<-started
-	down := make(chan error, 1)
-	go func() {
-		sctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		down <- r.h.Shutdown(sctx)
-	}()
+	down := r.shutdownAsync()
 	var resp *testutil.Response
 	testutil.Eventually(t, wait, "a refusal while shutting down", func() bool {
 		resp = r.modernPost(ctx, t, modernMsg(77, "tools/list", nil, nil), nil)

@@ -392,18 +392,7 @@ func TestResumeAfterAFailedWriteDeliversTheCarriedMessageOnce(t *testing.T) {
 	}
 	s := openResume(t, c, lastID)
 	wantStatus(t, "resume", s.Status, http.StatusOK, s.Body)
-	for len(order) < floodCount {
-		ev, err := s.NextMessageEvent(ctx)
-		if err != nil {
-			t.Fatalf("after %d of %d messages (%d on the stalled stream): %v", len(order), floodCount, onStalled, err)
-		}
-		take(ev)
-	}
-	for i, seq := range order {
-		if seq != i || got[seq] != 1 {
-			t.Fatalf("message %d is seq %d, seen %d times (%d on the stalled stream)", i, seq, got[seq], onStalled)
-		}
-	}
+	readResumed(t, ctx, s, take, &order, got, onStalled)
 	// And nothing after: the next message is a new one.
 	notify(t, r, c.SessionID, "end")
 	m, err := s.NextMatching(ctx, isLog)
@@ -495,5 +484,25 @@ func TestMessageTheLogRefusesGoesWithoutAnID(t *testing.T) {
 	}
 	if withID == 0 || without == 0 {
 		t.Fatalf("%d with an id, %d without: want the log to fill up within the test", withID, without)
+	}
+}
+
+// readResumed reads s, a resumed stream, handing each event to take until
+// have reports floodCount messages, then requires each of them once, in
+// order (onStalled of them reached the stream that was cut).
+func readResumed(t *testing.T, ctx context.Context, s *testutil.Stream, take func(testutil.Event), order *[]int, got map[int]int, onStalled int) {
+	t.Helper()
+	for len(*order) < floodCount {
+		ev, err := s.NextMessageEvent(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d messages (%d on the stalled stream): %v", len(*order), floodCount, onStalled, err)
+		}
+		take(ev)
+	}
+	for i, seq := range *order {
+		if seq != i || got[seq] != 1 {
+			t.Fatalf("message %d is seq %d, seen %d times (%d reached the stalled stream): order %v",
+				i, seq, got[seq], onStalled, (*order)[max(0, i-3):min(len(*order), i+4)])
+		}
 	}
 }
