@@ -45,11 +45,13 @@ echo "== node $("$node" --version), conformance $suite_version"
 #            lifeline serves what mcp-go implements.
 not_implemented='^tasks-'
 # Scenarios allowed to run no check, each with its reason.
-#   server-sse-polling          only informational checks until lifeline has
-#                               SSE resumability (SEP-1699).
 #   tasks-status-notifications  the suite skips its only check itself (its
 #                               harness awaits a rewrite for SEP-2663).
-no_check_ok='^(server-sse-polling|tasks-status-notifications)$'
+no_check_ok='^(tasks-status-notifications)$'
+# Checks that must pass (SUCCESS, not a WARNING) wherever their scenario
+# runs: SSE polling's real checks (SEP-1699), which the suite only warns
+# about.
+required_checks='server-sse-priming-event server-sse-retry-field server-sse-disconnect-resume'
 
 work=$(mktemp -d)
 demo_pid=
@@ -104,7 +106,28 @@ judge() {
     if [[ $name =~ $no_check_ok ]]; then continue; fi
     echo "   $line (ran no check)"; bad=1
   done < <(grep -E '^✓ [a-z0-9-]+: 0 passed' "$log" || true)
+  required "$dir" || bad=1
   return $bad
+}
+
+# required DIR: prints each required check that ran in the results
+# directory DIR with a status other than SUCCESS, and returns 1 if any did.
+required() {
+  "$node" -e '
+    const fs = require("fs"), path = require("path");
+    const [dir, ids] = [process.argv[1], process.argv[2].split(" ")];
+    let bad = 0;
+    for (const d of fs.readdirSync(dir)) {
+      const f = path.join(dir, d, "checks.json");
+      if (!fs.existsSync(f)) continue;
+      for (const c of JSON.parse(fs.readFileSync(f, "utf8"))) {
+        if (ids.includes(c.id) && c.status !== "SUCCESS") {
+          console.log("     " + d + ": " + c.id + " " + c.status + ": " + (c.errorMessage || "").slice(0, 300));
+          bad = 1;
+        }
+      }
+    }
+    process.exit(bad);' "$1" "$required_checks"
 }
 
 failed=0
@@ -134,7 +157,7 @@ echo "== not implemented by mcp-go v1.2.1 (run, not counted): $(grep -h '^✗ ta
 
 # Scenarios whose notifications race the response on the wire: run each
 # REPEATS more times on its own.
-for target in tools-call-with-logging tools-call-with-progress tools-call-with-progress@2026-07-28; do
+for target in tools-call-with-logging tools-call-with-progress tools-call-with-progress@2026-07-28 server-sse-polling; do
   scenario=${target%@*}
   args=(server --url "$url" --scenario "$scenario" -o "$out")
   [ "$target" = "$scenario" ] || args+=(--spec-version "${target#*@}")
@@ -142,7 +165,7 @@ for target in tools-call-with-logging tools-call-with-progress tools-call-with-p
   for i in $(seq "$repeats"); do
     log=$work/$scenario.$i.log
     timeout 120 "$node" "$suite" "${args[@]}" >"$log" 2>&1 || true
-    if grep -q '^Passed: \([0-9]*\)/\1, 0 failed' "$log"; then
+    if grep -q '^Passed: \([0-9]*\)/\1, 0 failed, 0 warnings' "$log"; then
       passes=$((passes + 1))
     else
       failed=1

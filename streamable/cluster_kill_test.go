@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
@@ -65,6 +66,7 @@ func TestClusterReplicaProcess(t *testing.T) {
 	h := streamable.New(mcpServer, streamable.Config{
 		HeartbeatInterval: heartbeat,
 		Store:             store,
+		EventLog:          store.EventLog(sessionstore.EventLogOptions{}),
 		Logger:            slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", "A (child)"),
 	})
 	ts := httptest.NewServer(h) // 127.0.0.1:0

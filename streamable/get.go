@@ -63,6 +63,14 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, f)
 		return
 	}
+	if h.cfg.EventLog != nil {
+		if last := r.Header.Get("Last-Event-ID"); last != "" {
+			if stream, from, ok := splitEventID(last); ok && isPostStream(stream) && validEventID(last) {
+				h.resumePost(w, r, sess, last, stream, from)
+				return
+			}
+		}
+	}
 	// With replicas the stream listens on the session's bus before it
 	// takes the lease, so that nothing sent to it once it holds the lease
 	// can miss it.
@@ -344,7 +352,7 @@ func (h *Handler) runGet(g *getStream) {
 	// knows its session.
 	if g.resumeFrom != "" {
 		// Resuming: what the stream sent after the client's cursor first.
-		if !validEventID(g.resumeFrom) {
+		if stream, _, ok := splitEventID(g.resumeFrom); !ok || stream != getStreamID || !validEventID(g.resumeFrom) {
 			h.freshStream(g, "it is not an id this transport issues")
 			if err := h.openGet(g); err != nil {
 				if !g.begun() {

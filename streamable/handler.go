@@ -76,6 +76,7 @@ type Handler struct {
 	refusedCount atomic.Int64
 	droppedCount atomic.Int64 // Stats.DroppedMessages
 	unrecorded   atomic.Int64 // messages the event log refused (resume.go)
+	postSignals  postSignals  // resumable POST streams: running here, resumers following (post_signals.go)
 	streamSeq    atomic.Int64
 
 	stopSweep    chan struct{}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -33,6 +34,10 @@ func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *sessi
 // runRequestOn is runRequest for a listen stream too (feed not nil): its
 // writer also writes what the feed takes (listen.go).
 func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse, feed *listenFeed) {
+	if h.resumablePost(sess, batch, feed) {
+		h.runResumable(w, r, sess, env, body)
+		return
+	}
 	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
 	defer cancel(nil)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed}
@@ -50,17 +55,26 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	defer sess.endWork(p)
+	p.prepare()
+	p.run(body)
+}
 
-	start := p.startWriter // one func value for both uses
+// prepare makes the request's session (its queues come on first use).
+func (p *postStream) prepare() {
 	p.rs = &p.ownSession
-	p.rs.init(sess, start, ctx.Done())
-	p.rs.feed = feed
+	p.rs.init(p.sess, p.startWriter, p.ctx.Done())
+	p.rs.feed = p.feed
+	p.rs.post = p
+}
+
+// run runs the request through the MCPServer and answers it.
+func (p *postStream) run(body []byte) {
 	defer p.finish()
 	var keepalive *time.Timer
-	if h.cfg.HeartbeatInterval > 0 {
-		keepalive = time.AfterFunc(h.cfg.HeartbeatInterval, start)
+	if p.h.cfg.HeartbeatInterval > 0 {
+		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.startWriter)
 	}
-	resp := h.handle(ctx, p.rs, env.ID, body)
+	resp := p.h.handle(p.ctx, p.rs, p.id, body)
 	if keepalive != nil {
 		keepalive.Stop()
 	}
@@ -80,6 +94,18 @@ type postStream struct {
 	id     json.RawMessage // the request's id, for the transport's own error answers
 	batch  *batchResponse  // the batch's shared response, for a request of a batch
 	feed   *listenFeed     // a listen stream's broadcasts (listen.go), else nil
+
+	// A resumable request's (post_resume.go): its stream's name in the
+	// event log, whether an event id went out on its response, and the
+	// writer's hand-over of the response.
+	resumable   bool
+	stream      string
+	idOut       atomic.Bool
+	releaseWake chan struct{} // a release is asked for (buffered)
+	released    chan struct{} // closed by the writer once it let go of the response
+	letGone     bool          // the writer's: released is closed
+	detached    *time.Timer   // the writer's: bounds the request once let go of
+	lastOK      bool          // the last send was recorded or written whole
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by
@@ -107,6 +133,9 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 	if p.sse != nil {
 		return !p.sse.dying()
 	}
+	if p.resumable {
+		return p.openRecorded(nil, first)
+	}
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
@@ -126,6 +155,10 @@ func (p *postStream) sendNotification(n mcp.JSONRPCNotification) {
 // it sends can reach its client any more. A request cancelled otherwise (by
 // its session's termination) still writes, to a client that reads.
 func (p *postStream) send(msgs ...[]byte) {
+	if p.resumable {
+		p.sendRecorded(msgs)
+		return
+	}
 	var ok bool
 	if p.sse == nil {
 		ok = p.upgrade(msgs...)
@@ -139,6 +172,9 @@ func (p *postStream) send(msgs ...[]byte) {
 }
 
 func (p *postStream) keepalive() {
+	if p.resumable && p.sse != nil {
+		p.aliveMarker()
+	}
 	if p.sse == nil {
 		p.upgrade() // the opening comment is the keep-alive
 		return

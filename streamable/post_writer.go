@@ -80,6 +80,8 @@ func (p *postStream) write() {
 			p.sendFeed()
 		case <-tick:
 			p.keepalive()
+		case <-p.releaseWake:
+			p.letGo()
 		case <-p.done:
 			// Everything the request sent before it returned is queued by
 			// now: deliver it; the handler writes the answer after us.
@@ -143,6 +145,10 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 // (a request's stream is not carried over).
 func (p *postStream) sent(msgs [][]byte) {
 	ok := p.sse != nil && !p.sse.ended.Load()
+	if p.resumable {
+		ok = p.lastOK // recorded: a resume delivers it
+		p.letGoIfEnded()
+	}
 	for _, m := range msgs {
 		if ok {
 			p.sess.calls.wrote(m)

@@ -36,6 +36,7 @@ type requestSession struct {
 	made          atomic.Bool                  // the queues exist (set after them, for close)
 	gone          chan struct{}                // made with the queues; closed by close: calls still queued fail
 	feed          *listenFeed                  // a listen stream's (listen.go), else nil
+	post          *postStream                  // the request's response (CloseSSEStream), else nil
 }
 
 // init prepares r as a request's session on s; onFirstUse runs once,

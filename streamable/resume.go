@@ -44,27 +44,37 @@ const maxEventIDLen = 256
 func primes(version string) bool { return version >= "2025-11-25" }
 
 // record stores msg as the next event of sess's GET stream and returns its
-// id, or "" when there is no log or the log refused it (full, too large,
-// down): the message then goes without an id, and a resume after it cannot
-// replay it (nothing else changes for it: it is written, or carried to the
-// next stream, as without a log).
+// SSE id, or "" when there is no log or the log refused it (full, too
+// large, down): the message then goes without an id, and a resume after it
+// cannot replay it (nothing else changes for it: it is written, or carried
+// to the next stream, as without a log).
 func (h *Handler) record(sess *session, msg []byte) string {
+	return h.recordOn(sess.ctx, sess, getStreamID, msg)
+}
+
+// recordOn stores msg as the next event of sess's stream and returns its
+// SSE id (event_ids.go), or "" as record does. The store is bounded by the
+// write timeout and ends with parent.
+func (h *Handler) recordOn(parent context.Context, sess *session, stream string, msg []byte) string {
 	log := h.cfg.EventLog
 	if log == nil {
 		return ""
 	}
-	// Bounded like a write, and cut short when the session ends: a log
-	// that hangs never holds the stream's handler.
-	ctx, cancel := context.WithTimeout(sess.ctx, h.cfg.WriteTimeout)
+	// Bounded like a write, and cut short when parent ends (the session,
+	// for the GET stream): a log that hangs never holds a handler.
+	ctx, cancel := context.WithTimeout(parent, h.cfg.WriteTimeout)
 	defer cancel()
-	id, err := log.StoreEvent(ctx, sess.id, getStreamID, msg)
-	if err == nil && !validEventID(id) {
-		err = fmt.Errorf("the event log returned an id that cannot go on an SSE stream (%d bytes)", len(id))
+	id, err := log.StoreEvent(ctx, sess.id, stream, msg)
+	if err == nil {
+		id = wireEventID(stream, id)
+		if !validEventID(id) {
+			err = fmt.Errorf("the event log returned an id that cannot go on an SSE stream (%d bytes)", len(id))
+		}
 	}
 	if err != nil {
 		if n := h.unrecorded.Add(1); isPowerOf10(n) {
 			h.log.Warn("lifeline: event log refused a message; it goes without an id and cannot be replayed",
-				"session", logID(sess.id), "bytes", len(msg), "err", err, "unrecorded_total", n)
+				"session", logID(sess.id), "stream", stream, "bytes", len(msg), "err", err, "unrecorded_total", n)
 		}
 		return ""
 	}
@@ -123,8 +133,10 @@ func (h *Handler) replay(g *getStream) bool {
 		}
 		return nil
 	}
-	var wrote error // the first write that failed: the stream is gone
-	stream, err := h.cfg.EventLog.ReplayEventsAfter(g.ctx, g.sess.id, g.resumeFrom, func(id string, msg json.RawMessage) error {
+	var wrote error                          // the first write that failed: the stream is gone
+	_, from, _ := splitEventID(g.resumeFrom) // runGet checked it names the GET stream
+	stream, err := h.cfg.EventLog.ReplayEventsAfter(g.ctx, g.sess.id, from, func(id string, msg json.RawMessage) error {
+		id = wireEventID(getStreamID, id)
 		if !opened {
 			if wrote = open(); wrote != nil {
 				return wrote

@@ -64,6 +64,7 @@ type session struct {
 	carry   []carried // messages a failed stream took but could not write
 	posts   map[*sseStream]struct{}
 	work    int           // running POST requests
+	resumes int           // open resumed POST streams (resume_post.go)
 	running *postStream   // the running requests, linked by prevWork/nextWork
 	idle    chan struct{} // closed when work drops to zero while terminating
 	ended   chan struct{} // closed when the session is terminated
@@ -258,6 +259,24 @@ func (s *session) addPostStream(st *sseStream) {
 	case cancelled:
 		st.squeeze(s.h.stallThreshold())
 	}
+}
+
+// addResumer counts a resumed POST stream in, unless the session has
+// maxResumedStreams open.
+func (s *session) addResumer() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resumes >= maxResumedStreams {
+		return false
+	}
+	s.resumes++
+	return true
+}
+
+func (s *session) removeResumer() {
+	s.mu.Lock()
+	s.resumes--
+	s.mu.Unlock()
 }
 
 func (s *session) removePostStream(st *sseStream) {

@@ -50,6 +50,14 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			begun = append(begun, s)
 		}
 	}
+	// With replicas and an event log, requests' responses are let go of at
+	// once: their clients resume on another replica, and get the rest from
+	// the shared log while the requests finish here.
+	if h.shared && h.cfg.EventLog != nil {
+		for _, s := range begun {
+			s.releaseRunning()
+		}
+	}
 	// Listen streams end at once, with their final result, like GET
 	// streams. Running requests (2026-07-28 ones too) get until the grace
 	// ends, then are cancelled; what they answer is written until ctx

@@ -394,3 +394,19 @@ func (s *sseStream) signal() {
 		}
 	}
 }
+
+// putEventsWithIDs puts msgs as SSE "message" events, each with its id
+// (none where the id is empty), within a write.
+func (s *sseStream) putEventsWithIDs(ids []string, msgs [][]byte) error {
+	for i := range msgs {
+		if ids[i] != "" {
+			if err := s.putString("id: " + ids[i] + "\n"); err != nil {
+				return err
+			}
+		}
+		if err := s.putEvents(msgs[i : i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -190,7 +190,17 @@ func errNotAcceptableGet() *failure {
 		message: "Not Acceptable: Accept must list text/event-stream"}
 }
 
+func errUnknownEventID(id string) *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: fmt.Sprintf("Bad Request: Last-Event-ID %q names a request's stream that this session's event log does not hold (expired, evicted, another session's, or never issued): it cannot be resumed", clip(id, 80))}
+}
+
 // 409 Conflict.
+func errTooManyResumes(limit int) *failure {
+	return &failure{status: http.StatusConflict, code: codeServerError,
+		message: fmt.Sprintf("Conflict: this session already has %d resumed request streams open", limit)}
+}
+
 func errStreamConflict() *failure {
 	return &failure{status: http.StatusConflict, code: codeServerError,
 		message: "Conflict: Only one SSE stream is allowed per session, and this session's stream is live"}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
 // Names of the tools that send notifications while they run, and of the
@@ -50,13 +52,28 @@ func addNotifyingTools(s *server.MCPServer) {
 			" apart, when the call carries a progress token, then returns."),
 		withProgress(s))
 	s.AddTool(newTool(ToolReconnection,
-		"Stands in for the SEP-1699 reconnection test. lifeline's transport does not close "+
-			"a request's stream for the client to resume it, so the result arrives on the original stream."),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("Reconnection test completed: the result was delivered " +
-				"on the request's original stream (this transport does not ask clients to reconnect)."), nil
+		"SEP-1699 SSE polling: ends the call's SSE stream after its priming event "+
+			"(streamable.CloseSSEStream), then answers; the client resumes with Last-Event-ID "+
+			"and gets the result from the event log."),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if !streamable.CloseSSEStream(ctx) {
+				return mcp.NewToolResultText("Reconnection test completed: this response cannot be " +
+					"resumed (no event log, or a version before 2025-11-25), so the result " +
+					"arrives on the original stream."), nil
+			}
+			// Answer once the client has had a moment to come back; the
+			// answer waits in the event log either way.
+			if err := pause(ctx, ReconnectionDelay); err != nil {
+				return nil, fmt.Errorf("%s cancelled: %w", ToolReconnection, err)
+			}
+			return mcp.NewToolResultText("Reconnection test completed: the stream was closed " +
+				"mid-call and the result was delivered on the resumed stream."), nil
 		})
 }
+
+// ReconnectionDelay is how long test_reconnection runs after it closed its
+// stream: the answer is sent while its client is away, or resuming.
+const ReconnectionDelay = 100 * time.Millisecond
 
 // withLogging returns the handler of the tool name that sends the three log
 // messages.

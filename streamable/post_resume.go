@@ -1,0 +1,291 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Resumable POST streams. With an event log, the SSE response of a
+// session-era request (not one of a batch, not a listen stream, not
+// 2026-07-28) records every event it carries under a stream name of its
+// own (event_ids.go) before writing it with its id, and a 2025-11-25
+// response opens with a priming event and a retry field. Once an id went
+// out, the response may end before the request does: its client left, the
+// handler asked (CloseSSEStream), or the replica drains. The request then
+// goes on, on the worker goroutine that runs it, recording what it sends,
+// answer included, for the client's GET with Last-Event-ID
+// (resume_post.go); its handler goroutine returns as soon as the writer
+// has let go of the response.
+
+// errReleased ends a POST response that the transport let go of: the
+// client resumes the request's stream with Last-Event-ID.
+var errReleased = errors.New("the response was ended for the client to resume it")
+
+// errNotResumed cancels a request whose response was let go of and that
+// ran on for a whole idle TTL after that.
+var errNotResumed = errors.New("the request ran for the session's idle TTL after its response was ended")
+
+// errClientLeft ends a resumable POST response whose client closed its
+// connection.
+var errClientLeft = errors.New("the client closed its connection")
+
+// resumablePost reports whether a request's SSE response is recorded and
+// resumable.
+func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *listenFeed) bool {
+	return h.cfg.EventLog != nil && batch == nil && feed == nil && !sess.modern && !sess.stateless
+}
+
+// runResumable runs a request whose response is resumable. The request
+// runs on a worker goroutine, counted as its session's work (termination
+// and Shutdown wait for it and cancel it), with a context that the
+// client's leaving does not cancel once an event id went out to it. This
+// goroutine returns when the request has answered or the writer let go of
+// the response, whichever comes first; it never touches the response
+// after that.
+func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(h.requestContext(r.Context(), r)))
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
+		resumable: true, stream: newPostStreamName(env.ID),
+		releaseWake: make(chan struct{}, 1), released: make(chan struct{})}
+	if !sess.beginWork(p) {
+		cancel(nil)
+		writeFailure(w, h.goneAnswer().forRequest(env.ID))
+		return
+	}
+	p.prepare()
+	key := signalKey(sess.id, p.stream)
+	h.postSignals.add(key, 1, 0)
+	done := make(chan struct{})
+	stop := context.AfterFunc(r.Context(), p.clientGone)
+	go func() {
+		defer close(done)
+		defer sess.endWork(p)
+		defer h.postSignals.add(key, -1, 0) // after the answer was recorded
+		defer cancel(nil)
+		p.run(body)
+		if p.detached != nil { // set by the writer, which run joined
+			p.detached.Stop()
+		}
+	}()
+	select {
+	case <-done:
+	case <-p.released:
+	}
+	stop()
+}
+
+// sendRecorded records msgs on the request's stream, then writes them with
+// their ids, in one write. A write that fails ends the response but not the
+// request once an id went out: what it sends is recorded for the client's
+// resume. Before that, the client cannot resume, and the request is
+// cancelled as it would be without a log.
+func (p *postStream) sendRecorded(msgs [][]byte) {
+	parent := p.recordParent()
+	ids := make([]string, len(msgs))
+	all := true
+	for i, m := range msgs {
+		if ids[i] = p.h.recordOn(parent, p.sess, p.stream, m); ids[i] == "" {
+			all = false
+		}
+	}
+	p.h.postSignals.changedOn(signalKey(p.sess.id, p.stream))
+	var written bool
+	switch {
+	case p.sse == nil:
+		written = p.openRecorded(ids, msgs)
+	case !p.sse.ended.Load():
+		if anyID(ids) {
+			p.idOut.Store(true)
+		}
+		written = p.sse.write(func() error { return p.sse.putEventsWithIDs(ids, msgs) }) == nil
+	}
+	p.lastOK = written || all
+	if written {
+		return
+	}
+	if !p.idOut.Load() {
+		p.lost += len(msgs)
+		p.cancel(context.Cause(p.sse.ctx))
+		return
+	}
+	for _, id := range ids {
+		if id == "" {
+			p.lost++
+		}
+	}
+}
+
+// recordParent is what the request's stores end with: its session, except
+// with replicas, where a draining replica's sessions live on elsewhere and
+// their requests' answers are recorded to the end (each store bounded by
+// the write timeout).
+func (p *postStream) recordParent() context.Context {
+	if p.h.shared {
+		return context.WithoutCancel(p.sess.ctx)
+	}
+	return p.sess.ctx
+}
+
+// releaseRunning asks each running request of a draining session whose
+// response is resumable to let go of it (its writer does, once an id
+// went out), so that its client resumes on another replica while the
+// request finishes here.
+func (s *session) releaseRunning() {
+	s.mu.Lock()
+	var running []*postStream
+	for p := s.running; p != nil; p = p.nextWork {
+		if p.resumable {
+			running = append(running, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range running {
+		p.askRelease()
+	}
+}
+
+func anyID(ids []string) bool {
+	for _, id := range ids {
+		if id != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// openRecorded turns the response into an SSE stream: a 2025-11-25 one
+// opens with a priming event (an id, empty data) and the retry field, then
+// msgs with their ids, in one write and flush.
+func (p *postStream) openRecorded(ids []string, msgs [][]byte) bool {
+	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	p.rs.stream.Store(p.sse)
+	p.h.postStreams.Add(1)
+	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
+	opening := ""
+	if primes(p.sess.ProtocolVersion()) {
+		if id := p.h.recordOn(p.recordParent(), p.sess, p.stream, nil); id != "" {
+			opening = "id: " + id + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
+			p.idOut.Store(true)
+		}
+	}
+	if opening == "" && len(msgs) == 0 {
+		opening = ": stream open\n\n"
+	}
+	if anyID(ids) {
+		p.idOut.Store(true)
+	}
+	return p.sse.open(func() error {
+		if err := p.sse.putString(opening); err != nil {
+			return err
+		}
+		return p.sse.putEventsWithIDs(ids, msgs)
+	}) == nil
+}
+
+// aliveMarker records an empty event on the request's stream, at each
+// keep-alive: a resumer on another replica tells a request that still runs
+// (markers keep coming) from one whose replica died (resume_post.go).
+func (p *postStream) aliveMarker() {
+	if p.h.recordOn(p.recordParent(), p.sess, p.stream, nil) != "" {
+		p.h.postSignals.changedOn(signalKey(p.sess.id, p.stream))
+	}
+}
+
+// clientGone runs when the request's HTTP request ends: its client left (or
+// the handler returned, when it does nothing). A client that got an event
+// id may resume: the response is closed and let go of, the request goes
+// on. One that did not cannot: the request is cancelled.
+func (p *postStream) clientGone() {
+	if !p.idOut.Load() {
+		p.cancel(errClientLeft)
+		return
+	}
+	if st := p.rs.stream.Load(); st != nil {
+		st.close(errClientLeft)
+	}
+	p.askRelease()
+}
+
+// askRelease asks the request's writer to let go of the response, starting
+// it if need be (nothing happens once the request has returned: it answers
+// on its own).
+func (p *postStream) askRelease() {
+	select {
+	case p.releaseWake <- struct{}{}:
+	default:
+	}
+	p.startWriter()
+}
+
+// letGo, on the writer goroutine, ends the response for the client to
+// resume: it opens it first (with its priming event) if it has not begun,
+// and does nothing if no id can reach the client (a version before
+// 2025-11-25 whose response carried nothing yet: it stays).
+func (p *postStream) letGo() {
+	if p.letGone {
+		return
+	}
+	if p.sse == nil {
+		if !primes(p.sess.ProtocolVersion()) {
+			return
+		}
+		p.openRecorded(nil, nil)
+	}
+	if !p.idOut.Load() {
+		return
+	}
+	p.sse.close(errReleased)
+	p.detach()
+}
+
+// detach, on the writer goroutine, marks the response let go of: the
+// handler goroutine returns, and the request, now running on its own, is
+// bounded by the session's idle TTL from here (cancelled past it, its
+// error answer recorded), so that a request no client comes back for
+// cannot keep its session alive forever.
+func (p *postStream) detach() {
+	p.letGone = true
+	if ttl := p.h.cfg.IdleTTL; ttl > 0 {
+		p.detached = time.AfterFunc(ttl, func() { p.cancel(errNotResumed) })
+	}
+	close(p.released)
+}
+
+// letGoIfEnded lets go of a response whose write failed after an id went
+// out: the handler goroutine need not wait for the request.
+func (p *postStream) letGoIfEnded() {
+	if !p.letGone && p.sse != nil && p.sse.ended.Load() && p.idOut.Load() {
+		p.sse.close(errReleased) // no write may follow: the handler returns
+		p.detach()
+	}
+}
+
+// releaseNow asks the writer to let go of the response and waits, at most
+// the write timeout, until it has. It reports whether it did.
+func (p *postStream) releaseNow(ctx context.Context) bool {
+	p.askRelease()
+	p.mu.Lock()
+	exited := p.writerDone
+	p.mu.Unlock()
+	if exited == nil {
+		return false // the request has returned: its answer goes on the response
+	}
+	t := time.NewTimer(p.h.cfg.WriteTimeout)
+	defer t.Stop()
+	select {
+	case <-p.released:
+		return true
+	case <-exited:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	select {
+	case <-p.released:
+		return true
+	default:
+		return false
+	}
+}
