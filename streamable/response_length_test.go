@@ -17,7 +17,9 @@ import (
 // sides of net/http's own buffer (2 KiB), where the transport stops leaving
 // the length to net/http.
 func TestJSONAnswerCarriesItsLength(t *testing.T) {
-	r := newRig(t, streamable.Config{})
+	// The default heartbeat: with the tests' 5 ms one, an answer slowed by a
+	// loaded machine would go out as SSE after a keep-alive.
+	r := newRig(t, streamable.Config{HeartbeatInterval: defaultHeartbeat})
 	c := r.session()
 	for _, n := range []int{10, 1900, 1990, 2000, 2010, 2100, 3900} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
