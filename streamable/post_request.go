@@ -99,7 +99,8 @@ type postStream struct {
 	// event log, whether an event id went out on its response, and the
 	// writer's hand-over of the response.
 	resumable   bool
-	stream      string
+	stream      string // named when the response becomes a stream (name)
+	signal      string // its postSignals key
 	idOut       atomic.Bool
 	releaseWake chan struct{} // a release is asked for (buffered)
 	released    chan struct{} // closed by the writer once it let go of the response
@@ -134,7 +135,8 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 		return !p.sse.dying()
 	}
 	if p.resumable {
-		return p.openRecorded(nil, first)
+		// Only sendRecorded carries messages here: first is empty.
+		return p.openRecorded(p.priming(), nil, first)
 	}
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)

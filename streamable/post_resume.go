@@ -48,7 +48,7 @@ func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *liste
 func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(h.requestContext(r.Context(), r)))
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
-		resumable: true, stream: newPostStreamName(env.ID),
+		resumable:   true,
 		releaseWake: make(chan struct{}, 1), released: make(chan struct{})}
 	if !sess.beginWork(p) {
 		cancel(nil)
@@ -56,16 +56,16 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	p.prepare()
-	key := signalKey(sess.id, p.stream)
-	h.postSignals.add(key, 1, 0)
 	done := make(chan struct{})
 	stop := context.AfterFunc(r.Context(), p.clientGone)
 	go func() {
 		defer close(done)
 		defer sess.endWork(p)
-		defer h.postSignals.add(key, -1, 0) // after the answer was recorded
 		defer cancel(nil)
 		p.run(body)
+		if p.stream != "" { // named by the writer, which run joined
+			h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
+		}
 		if p.detached != nil { // set by the writer, which run joined
 			p.detached.Stop()
 		}
@@ -83,6 +83,10 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 // resume. Before that, the client cannot resume, and the request is
 // cancelled as it would be without a log.
 func (p *postStream) sendRecorded(msgs [][]byte) {
+	opening := ""
+	if p.sse == nil {
+		opening = p.priming() // names the stream; its priming goes first
+	}
 	parent := p.recordParent()
 	ids := make([]string, len(msgs))
 	all := true
@@ -91,11 +95,11 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 			all = false
 		}
 	}
-	p.h.postSignals.changedOn(signalKey(p.sess.id, p.stream))
+	p.h.postSignals.changedOn(p.signal)
 	var written bool
 	switch {
 	case p.sse == nil:
-		written = p.openRecorded(ids, msgs)
+		written = p.openRecorded(opening, ids, msgs)
 	case !p.sse.ended.Load():
 		if anyID(ids) {
 			p.idOut.Store(true)
@@ -156,21 +160,13 @@ func anyID(ids []string) bool {
 	return false
 }
 
-// openRecorded turns the response into an SSE stream: a 2025-11-25 one
-// opens with a priming event (an id, empty data) and the retry field, then
-// msgs with their ids, in one write and flush.
-func (p *postStream) openRecorded(ids []string, msgs [][]byte) bool {
+// openRecorded turns the response into an SSE stream: opening (a priming
+// event, or nothing), then msgs with their ids, in one write and flush.
+func (p *postStream) openRecorded(opening string, ids []string, msgs [][]byte) bool {
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
 	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
-	opening := ""
-	if primes(p.sess.ProtocolVersion()) {
-		if id := p.h.recordOn(p.recordParent(), p.sess, p.stream, nil); id != "" {
-			opening = "id: " + id + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
-			p.idOut.Store(true)
-		}
-	}
 	if opening == "" && len(msgs) == 0 {
 		opening = ": stream open\n\n"
 	}
@@ -185,12 +181,41 @@ func (p *postStream) openRecorded(ids []string, msgs [][]byte) bool {
 	}) == nil
 }
 
+// priming names the request's stream and, for a 2025-11-25 session,
+// records its priming event (before anything the stream carries, so that
+// a resume from it replays all of it) and returns it with the retry field
+// ("" otherwise, or when the log refused it).
+func (p *postStream) priming() string {
+	p.name()
+	if !primes(p.sess.ProtocolVersion()) {
+		return ""
+	}
+	id := p.h.recordOn(p.recordParent(), p.sess, p.stream, nil)
+	if id == "" {
+		return ""
+	}
+	p.idOut.Store(true)
+	return "id: " + id + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
+}
+
+// name names the request's stream in the event log and registers it as
+// running here, once: when its response first becomes a stream (a request
+// answered with plain JSON costs neither).
+func (p *postStream) name() {
+	if p.stream != "" {
+		return
+	}
+	p.stream = newPostStreamName(p.id)
+	p.signal = signalKey(p.sess.id, p.stream)
+	p.h.postSignals.add(p.signal, 1, 0)
+}
+
 // aliveMarker records an empty event on the request's stream, at each
 // keep-alive: a resumer on another replica tells a request that still runs
 // (markers keep coming) from one whose replica died (resume_post.go).
 func (p *postStream) aliveMarker() {
 	if p.h.recordOn(p.recordParent(), p.sess, p.stream, nil) != "" {
-		p.h.postSignals.changedOn(signalKey(p.sess.id, p.stream))
+		p.h.postSignals.changedOn(p.signal)
 	}
 }
 
@@ -232,7 +257,7 @@ func (p *postStream) letGo() {
 		if !primes(p.sess.ProtocolVersion()) {
 			return
 		}
-		p.openRecorded(nil, nil)
+		p.openRecorded(p.priming(), nil, nil)
 	}
 	if !p.idOut.Load() {
 		return
