@@ -17,14 +17,14 @@ import (
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
-// runNodeScript runs a script of ts/ with node against url (bounded, with
+// runNodeScript runs a script of ts/ with node against url, then args (bounded, with
 // INTEROP_WAIT_MS set to wait) and returns the steps it printed in order,
 // by name. A line that is not JSON, or the script failing, fails the test.
-func runNodeScript(t *testing.T, node, script, url string) (map[string]tsStep, []string) {
+func runNodeScript(t *testing.T, node, script, url string, args ...string) (map[string]tsStep, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*wait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("ts", script), url)
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("ts", script), url}, args...)...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("INTEROP_WAIT_MS=%d", wait.Milliseconds()))
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer

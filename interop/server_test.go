@@ -136,6 +136,13 @@ type harness struct {
 // start serves a fresh server under test with cfg until the test ends.
 func start(t *testing.T, cfg streamable.Config) *harness {
 	t.Helper()
+	return startServer(t, cfg, newMCPServer())
+}
+
+// startServer serves s through lifeline's transport with cfg until the
+// test ends.
+func startServer(t *testing.T, cfg streamable.Config, s *server.MCPServer) *harness {
+	t.Helper()
 	logs := &lockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -143,7 +150,6 @@ func start(t *testing.T, cfg streamable.Config) *harness {
 		}
 	})
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("src", "lifeline")
-	s := newMCPServer()
 	h := streamable.New(s, cfg)
 	w := &wire{next: h}
 	srv := httptest.NewServer(w) // 127.0.0.1
@@ -182,10 +188,12 @@ type exchange struct {
 	Method    string // HTTP method
 	SessionID string // Mcp-Session-Id sent
 	Version   string // MCP-Protocol-Version sent
-	RPC       string // JSON-RPC method POSTed, or "response" for a POSTed response
-	RPCID     string // JSON-RPC id POSTed
-	Request   string // the POSTed body
-	Status    int    // 0 until the answer's header is written
+	// LastEventID is the Last-Event-ID header sent (a resuming GET).
+	LastEventID string
+	RPC         string // JSON-RPC method POSTed, or "response" for a POSTed response
+	RPCID       string // JSON-RPC id POSTed
+	Request     string // the POSTed body
+	Status      int    // 0 until the answer's header is written
 	// AnsweredSessionID is the Mcp-Session-Id header of the answer.
 	AnsweredSessionID string
 	Body              string // what was written in answer so far (capped)
@@ -202,6 +210,9 @@ func (e exchange) String() string {
 	sid := e.SessionID
 	if len(sid) > 8 {
 		sid = sid[:8]
+	}
+	if e.LastEventID != "" {
+		s += fmt.Sprintf(" last-event-id=%q", e.LastEventID)
 	}
 	return s + fmt.Sprintf(" session=%q version=%q -> %d", sid, e.Version, e.Status)
 }
@@ -224,7 +235,7 @@ type wire struct {
 
 func (w *wire) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	ex := &exchange{Method: r.Method, SessionID: r.Header.Get("Mcp-Session-Id"),
-		Version: r.Header.Get("Mcp-Protocol-Version")}
+		Version: r.Header.Get("Mcp-Protocol-Version"), LastEventID: r.Header.Get("Last-Event-ID")}
 	if r.Method == http.MethodPost && r.Body != nil {
 		head, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		r.Body = struct {

@@ -1,0 +1,237 @@
+package interop
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lifeline-mcp/lifeline/internal/demotools"
+	"github.com/lifeline-mcp/lifeline/streamable"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+// The resume tests (issue 12) cut a real client's streams with a
+// testutil.FaultProxy in front of lifeline serving the demo tools, and
+// record what the client library hands its application.
+const (
+	// toolDemoProgress sends, per step, one notifications/progress (to the
+	// call's progress token) and one notifications/message "step i of n"
+	// on the call's own stream, delay_ms before each step; it answers
+	// "done n steps".
+	toolDemoProgress = "lifeline_progress"
+	// toolDemoNotify sends count notifications/message {seq, payload} to
+	// the caller's session (its GET stream) and returns at once.
+	toolDemoNotify = "lifeline_notify_session"
+
+	// callSteps and callDelayMS make a call of about 2 s: the cut comes
+	// after its second step or so, the client reconnects after the
+	// server's retry (1 s), so part of the rest is replayed from the log
+	// and part follows live.
+	callSteps   = 10
+	callDelayMS = 200
+	// cutCallAfter is how many bytes of the call's answer (headers
+	// included) the proxy forwards before it cuts, in the middle of the
+	// next event's data line: the headers, the priming event and about two
+	// steps' events.
+	cutCallAfter = 1000
+
+	// burstCount notifications of burstBytes each go out on the GET stream
+	// at once; the proxy cuts the stream after cutGetAfter bytes of it, in
+	// the middle of an event. A second burst, lateCount notifications of
+	// lateBytes, goes out once the client has resumed.
+	burstCount  = 300
+	burstBytes  = 256
+	cutGetAfter = 16 << 10
+	lateCount   = 50
+	lateBytes   = 1
+)
+
+var debugWire = func(*testing.T, *resumeRig) {}
+
+// resumeRig is lifeline with the demo tools behind a fault proxy.
+type resumeRig struct {
+	h     *harness
+	proxy *testutil.FaultProxy
+	// endpoint is the MCP endpoint through the proxy.
+	endpoint string
+}
+
+// startResumeRig serves the demo tools with heartbeats off (so no ping
+// and no ping answer crosses the proxy: the only POST during a call is
+// the call) and lifeline's default event log, behind a fault proxy.
+func startResumeRig(t *testing.T) *resumeRig {
+	t.Helper()
+	h := startServer(t, streamable.Config{HeartbeatInterval: streamable.Disabled},
+		demotools.NewServer("lifeline-interop-demo", "1.0.0"))
+	proxy := testutil.StartFaultProxy(t, testutil.FaultProxyConfig{Backends: []string{h.URL}})
+	u, err := url.Parse(h.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("wire:\n%s", h.Wire.dump(""))
+		}
+	})
+	return &resumeRig{h: h, proxy: proxy, endpoint: proxy.URL() + u.Path}
+}
+
+// cutCall arms the proxy to cut the next POST's answer (the call: no other
+// POST is in flight) after cutCallAfter bytes, inside an event.
+func (r *resumeRig) cutCall(header string) {
+	r.proxy.Arm(testutil.Fault{After: cutCallAfter, MidEvent: true, Match: func(ci testutil.ConnInfo) bool {
+		return ci.Method == http.MethodPost && (header == "" || http.Header(ci.Header).Get(header) != "")
+	}})
+}
+
+// cutGet arms the proxy to cut the next GET (the standalone stream) after
+// cutGetAfter bytes, inside an event.
+func (r *resumeRig) cutGet() {
+	r.proxy.Arm(testutil.Fault{After: cutGetAfter, MidEvent: true, Match: func(ci testutil.ConnInfo) bool {
+		return ci.Method == http.MethodGet
+	}})
+}
+
+// resumes returns the GETs that carried a Last-Event-ID starting with prefix.
+func (r *resumeRig) resumes(prefix string) []exchange {
+	return r.h.Wire.find(func(ex exchange) bool {
+		return ex.Method == http.MethodGet && ex.LastEventID != "" && strings.HasPrefix(ex.LastEventID, prefix)
+	})
+}
+
+// checkCut fails unless the proxy made exactly one cut.
+func (r *resumeRig) checkCut(t *testing.T) {
+	t.Helper()
+	if n := r.proxy.Stats().Cuts; n != 1 {
+		t.Errorf("the proxy made %d cuts, want 1", n)
+	}
+}
+
+// checkCallResumed checks the wire of a call the client resumed: the
+// call's POST got no answer before its cut, and one GET with the id of
+// an event of the call's stream (p...) got the rest and the answer.
+func (r *resumeRig) checkCallResumed(t *testing.T) {
+	t.Helper()
+	debugWire(t, r)
+	r.checkCut(t)
+	done := fmt.Sprintf("done %d steps", callSteps)
+	for _, ex := range r.h.Wire.find(func(ex exchange) bool { return ex.RPC == "tools/call" }) {
+		if strings.Contains(ex.Body, done) {
+			t.Errorf("the call's own answer carried its result, so the cut came too late: %s", ex)
+		}
+	}
+	res := r.resumes("p")
+	if len(res) != 1 || res[0].Status != http.StatusOK || !strings.Contains(res[0].Body, done) {
+		t.Errorf("GETs resuming the call's stream: %v, want one answered 200 that carried %q", res, done)
+	}
+}
+
+// checkGetResumed checks the wire of a standalone stream the client
+// resumed: one GET with the id of a get/ event, answered 200.
+func (r *resumeRig) checkGetResumed(t *testing.T) {
+	t.Helper()
+	r.checkCut(t)
+	res := r.resumes("get/")
+	if len(res) != 1 || res[0].Status != http.StatusOK {
+		t.Errorf("GETs resuming the standalone stream: %v, want one answered 200", res)
+	}
+}
+
+// noteKey names one notification of lifeline_notify_session: the size of
+// its payload (which tells the bursts apart) and its seq.
+type noteKey struct{ bytes, seq int }
+
+// deliveries records what a client library handed its application.
+type deliveries struct {
+	mu       sync.Mutex
+	progress []float64       // notifications/progress values, in order
+	stepLogs []string        // lifeline_progress's notifications/message data, in order
+	notes    map[noteKey]int // lifeline_notify_session's notifications, times each
+}
+
+func newDeliveries() *deliveries { return &deliveries{notes: map[noteKey]int{}} }
+
+func (d *deliveries) addProgress(v float64) {
+	d.mu.Lock()
+	d.progress = append(d.progress, v)
+	d.mu.Unlock()
+}
+
+// addLog records the data of a notifications/message: a string from
+// lifeline_progress, {seq, payload} from lifeline_notify_session.
+func (d *deliveries) addLog(data any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch v := data.(type) {
+	case string:
+		d.stepLogs = append(d.stepLogs, v)
+	case map[string]any:
+		seq, _ := v["seq"].(float64)
+		payload, _ := v["payload"].(string)
+		d.notes[noteKey{len(payload), int(seq)}]++
+	}
+}
+
+// count returns how many distinct notifications of payload size bytes
+// arrived.
+func (d *deliveries) count(bytes int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for k := range d.notes {
+		if k.bytes == bytes {
+			n++
+		}
+	}
+	return n
+}
+
+// checkCall fails unless every step of a lifeline_progress call of
+// callSteps arrived once, in order, as progress and as a log message.
+func (d *deliveries) checkCall(t *testing.T) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var wantP []float64
+	var wantL []string
+	for i := 1; i <= callSteps; i++ {
+		wantP = append(wantP, float64(i))
+		wantL = append(wantL, fmt.Sprintf("step %d of %d", i, callSteps))
+	}
+	if fmt.Sprint(d.progress) != fmt.Sprint(wantP) {
+		t.Errorf("progress received %v, want %v (each once, in order)", d.progress, wantP)
+	}
+	if strings.Join(d.stepLogs, "|") != strings.Join(wantL, "|") {
+		t.Errorf("log messages received %q, want %q", d.stepLogs, wantL)
+	}
+}
+
+// missing returns the seqs of the notifications of payload size bytes,
+// of count sent, that never arrived, and those that arrived more than
+// once.
+func (d *deliveries) missing(bytes, count int) (lost, doubled []int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for seq := range count {
+		switch n := d.notes[noteKey{bytes, seq}]; {
+		case n == 0:
+			lost = append(lost, seq)
+		case n > 1:
+			doubled = append(doubled, seq)
+		}
+	}
+	return lost, doubled
+}
+
+// checkNotes fails unless each of count notifications of payload size
+// bytes arrived exactly once.
+func (d *deliveries) checkNotes(t *testing.T, bytes, count int) {
+	t.Helper()
+	lost, doubled := d.missing(bytes, count)
+	if len(lost) > 0 || len(doubled) > 0 {
+		t.Errorf("notifications of %d bytes: lost %v, doubled %v (of %d)", bytes, lost, doubled, count)
+	}
+}
