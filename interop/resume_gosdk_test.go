@@ -3,6 +3,8 @@ package interop
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,7 +57,7 @@ func TestGoSDKResumesACutCallStream(t *testing.T) {
 	if want := fmt.Sprintf("done %d steps", callSteps); err != nil || got != want {
 		t.Fatalf("call through the cut: %q, %v; want %q", got, err, want)
 	}
-	d.checkCall(t)
+	d.waitCall(t)
 	r.checkCallResumed(t)
 	mustEcho(t, ctx, cs, "after the resumed call")
 }
@@ -88,4 +90,35 @@ func TestGoSDKResumesACutStandaloneStream(t *testing.T) {
 	d.checkNotes(t, burstBytes, burstCount)
 	d.checkNotes(t, lateBytes, lateCount)
 	r.checkGetResumed(t)
+}
+
+// The Go SDK client's call is cut right after the priming event that opens
+// its answer, inside the first progress event: the only id the client got
+// is the priming event's, and it resumes from it. Every progress
+// notification and log message arrives once (before lifeline stored the
+// priming event ahead of the messages it opens the stream with, step 1,
+// written in the same write, was lost), and CallTool returns the result.
+func TestGoSDKResumesACallCutRightAfterItsPrimingEvent(t *testing.T) {
+	r := startResumeRig(t)
+	ctx := testutil.Context(t, wait)
+	cs, d := connectResumingGoSDK(t, ctx, r)
+
+	end := r.primingEnd(t, cs.ID())
+	r.proxy.Arm(testutil.Fault{After: end, MidEvent: true, Match: func(ci testutil.ConnInfo) bool {
+		return ci.Method == http.MethodPost
+	}})
+	params := &mcp.CallToolParams{Name: toolDemoProgress,
+		Arguments: map[string]any{"steps": callSteps, "delay_ms": callDelayMS}}
+	params.SetProgressToken("gosdk-resume")
+	got, err := callParams(ctx, cs, params)
+	if want := fmt.Sprintf("done %d steps", callSteps); err != nil || got != want {
+		t.Fatalf("call through the cut: %q, %v; want %q", got, err, want)
+	}
+	d.waitCall(t)
+	r.checkCallResumed(t)
+	calls := r.h.Wire.find(func(ex exchange) bool { return ex.RPC == "tools/call" && ex.RPCID != "9" })
+	priming, _, _ := strings.Cut(strings.TrimPrefix(calls[0].Body, "id: "), "\n")
+	if res := r.resumes("p"); len(res) != 1 || res[0].LastEventID != priming {
+		t.Errorf("GETs resuming the call: %v, want one from the priming event's id %q (the cut came elsewhere)\nthe call's answer:\n%s", res, priming, calls[0].Body[:min(len(calls[0].Body), 1500)])
+	}
 }

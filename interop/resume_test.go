@@ -1,12 +1,15 @@
 package interop
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
 	"github.com/lifeline-mcp/lifeline/streamable"
@@ -47,9 +50,11 @@ const (
 	cutGetAfter = 16 << 10
 	lateCount   = 50
 	lateBytes   = 1
-)
 
-var debugWire = func(*testing.T, *resumeRig) {}
+	// handoverWait bounds the wait for notifications a client hands its
+	// application after the call's answer (waitCall).
+	handoverWait = 5 * time.Second
+)
 
 // resumeRig is lifeline with the demo tools behind a fault proxy.
 type resumeRig struct {
@@ -115,7 +120,6 @@ func (r *resumeRig) checkCut(t *testing.T) {
 // an event of the call's stream (p...) got the rest and the answer.
 func (r *resumeRig) checkCallResumed(t *testing.T) {
 	t.Helper()
-	debugWire(t, r)
 	r.checkCut(t)
 	done := fmt.Sprintf("done %d steps", callSteps)
 	for _, ex := range r.h.Wire.find(func(ex exchange) bool { return ex.RPC == "tools/call" }) {
@@ -189,6 +193,25 @@ func (d *deliveries) count(bytes int) int {
 	return n
 }
 
+// waitCall waits, bounded, until callSteps progress notifications and log
+// messages were handed over, then checks them (checkCall). The Go SDK
+// client hands notifications to their handlers on a goroutine of its own,
+// in order but not before the call's answer: CallTool may return before
+// the last step's handlers have run.
+func (d *deliveries) waitCall(t *testing.T) {
+	t.Helper()
+	all := func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.progress) >= callSteps && len(d.stepLogs) >= callSteps
+	}
+	// A bounded poll; on time out, checkCall says what arrived.
+	for deadline := time.Now().Add(handoverWait); !all() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.checkCall(t)
+}
+
 // checkCall fails unless every step of a lifeline_progress call of
 // callSteps arrived once, in order, as progress and as a log message.
 func (d *deliveries) checkCall(t *testing.T) {
@@ -234,4 +257,45 @@ func (d *deliveries) checkNotes(t *testing.T, bytes, count int) {
 	if len(lost) > 0 || len(doubled) > 0 {
 		t.Errorf("notifications of %d bytes: lost %v, doubled %v (of %d)", bytes, lost, doubled, count)
 	}
+}
+
+// primingEnd returns how many bytes of a lifeline_progress call's answer
+// (status line, headers and chunk framing included) go up to the end of
+// its priming event. It measures a call of its own, on the session sid,
+// sent as raw HTTP/1.1 straight to the server with the same headers, id
+// length and progress token as the calls of the tests, so that their
+// answers open with the same bytes.
+func (r *resumeRig) primingEnd(t *testing.T, sid string) int64 {
+	t.Helper()
+	u, err := url.Parse(r.h.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(wait)); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + toolDemoProgress +
+		`","arguments":{"steps":1,"delay_ms":0},"_meta":{"progressToken":"gosdk-resume"}}}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\n"+
+		"Content-Length: %d\r\n\r\n%s", u.Path, u.Host, sid, pinnedVersion, len(body), body)
+	var got []byte
+	buf := make([]byte, 4096)
+	for len(got) < 64<<10 {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if i := bytes.Index(got, []byte("retry: 1000\ndata: \n\n")); i >= 0 {
+			return int64(i + len("retry: 1000\ndata: \n\n"))
+		}
+		if err != nil {
+			t.Fatalf("the probe call's answer has no priming event: %v\n%s", err, got)
+		}
+	}
+	t.Fatalf("the probe call's answer has no priming event in its first %d bytes", len(got))
+	return 0
 }
