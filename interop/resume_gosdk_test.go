@@ -3,8 +3,6 @@ package interop
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,10 +101,7 @@ func TestGoSDKResumesACallCutRightAfterItsPrimingEvent(t *testing.T) {
 	ctx := testutil.Context(t, wait)
 	cs, d := connectResumingGoSDK(t, ctx, r)
 
-	end := r.primingEnd(t, cs.ID())
-	r.proxy.Arm(testutil.Fault{After: end, MidEvent: true, Match: func(ci testutil.ConnInfo) bool {
-		return ci.Method == http.MethodPost
-	}})
+	r.cutCallAfterPriming(t, cs.ID(), "")
 	params := &mcp.CallToolParams{Name: toolDemoProgress,
 		Arguments: map[string]any{"steps": callSteps, "delay_ms": callDelayMS}}
 	params.SetProgressToken("gosdk-resume")
@@ -116,9 +111,5 @@ func TestGoSDKResumesACallCutRightAfterItsPrimingEvent(t *testing.T) {
 	}
 	d.waitCall(t)
 	r.checkCallResumed(t)
-	calls := r.h.Wire.find(func(ex exchange) bool { return ex.RPC == "tools/call" && ex.RPCID != "9" })
-	priming, _, _ := strings.Cut(strings.TrimPrefix(calls[0].Body, "id: "), "\n")
-	if res := r.resumes("p"); len(res) != 1 || res[0].LastEventID != priming {
-		t.Errorf("GETs resuming the call: %v, want one from the priming event's id %q (the cut came elsewhere)\nthe call's answer:\n%s", res, priming, calls[0].Body[:min(len(calls[0].Body), 1500)])
-	}
+	r.checkResumedFromPriming(t)
 }

@@ -259,6 +259,39 @@ func (d *deliveries) checkNotes(t *testing.T, bytes, count int) {
 	}
 }
 
+// cutCallAfterPriming arms the proxy to cut the next POST (with header
+// set, when header is not empty) right after the priming event that opens
+// its answer, in the middle of the first message after it. sid is a
+// 2025-11-25 session to measure the priming event's end on (primingEnd).
+func (r *resumeRig) cutCallAfterPriming(t *testing.T, sid, header string) {
+	t.Helper()
+	r.proxy.Arm(testutil.Fault{After: r.primingEnd(t, sid), MidEvent: true, Match: func(ci testutil.ConnInfo) bool {
+		return ci.Method == http.MethodPost && (header == "" || http.Header(ci.Header).Get(header) != "")
+	}})
+}
+
+// checkResumedFromPriming fails unless the client resumed the call from
+// the id of the priming event that opened its answer: the cut came where
+// cutCallAfterPriming meant it to.
+func (r *resumeRig) checkResumedFromPriming(t *testing.T) {
+	t.Helper()
+	calls := r.h.Wire.find(func(ex exchange) bool {
+		return ex.RPC == "tools/call" && ex.RPCID != probeID && strings.Contains(ex.Request, toolDemoProgress)
+	})
+	if len(calls) != 1 {
+		t.Fatalf("%d calls of %s, want 1", len(calls), toolDemoProgress)
+	}
+	priming, _, _ := strings.Cut(strings.TrimPrefix(calls[0].Body, "id: "), "\n")
+	if res := r.resumes("p"); len(res) != 1 || res[0].LastEventID != priming {
+		t.Errorf("GETs resuming the call: %v, want one from the priming event's id %q (the cut came elsewhere)\nthe call's answer:\n%s",
+			res, priming, calls[0].Body[:min(len(calls[0].Body), 1500)])
+	}
+}
+
+// probeID is the JSON-RPC id of primingEnd's call: one digit, as the ids
+// of the clients' calls, so that its stream's name is as long as theirs.
+const probeID = "9"
+
 // primingEnd returns how many bytes of a lifeline_progress call's answer
 // (status line, headers and chunk framing included) go up to the end of
 // its priming event. It measures a call of its own, on the session sid,
@@ -279,7 +312,7 @@ func (r *resumeRig) primingEnd(t *testing.T, sid string) int64 {
 	if err := conn.SetDeadline(time.Now().Add(wait)); err != nil {
 		t.Fatal(err)
 	}
-	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + toolDemoProgress +
+	body := `{"jsonrpc":"2.0","id":` + probeID + `,"method":"tools/call","params":{"name":"` + toolDemoProgress +
 		`","arguments":{"steps":1,"delay_ms":0},"_meta":{"progressToken":"gosdk-resume"}}}`
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\n"+

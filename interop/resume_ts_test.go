@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+
+	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
 // tsCutHeader is the header ts/resume-client.mjs puts on the tools/call
@@ -28,20 +30,8 @@ func TestTypeScriptClientResumesACutCallStream(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	call := steps["call"]
-	if want := fmt.Sprintf("done %d steps", callSteps); call.str("result") != want {
-		t.Errorf("callTool resolved with %q, want %q", call.str("result"), want)
-	}
-	d := newDeliveries()
-	for _, v := range call["progress"].([]any) {
-		d.addProgress(v.(float64))
-	}
-	for _, v := range call["logs"].([]any) {
-		d.addLog(v)
-	}
-	d.checkCall(t)
+	checkTSCall(t, steps["call"])
 	r.checkCallResumed(t)
-	t.Logf("what the TS transport reported through onerror: %v", call["errors"])
 }
 
 // The TypeScript SDK client's standalone GET stream is cut in the middle
@@ -73,4 +63,46 @@ func TestTypeScriptClientResumesACutStandaloneStream(t *testing.T) {
 	d.checkNotes(t, lateBytes, lateCount)
 	r.checkGetResumed(t)
 	t.Logf("what the TS transport reported through onerror: %v", steps["received"]["errors"])
+}
+
+// The TypeScript SDK client's call is cut right after the priming event
+// that opens its answer, inside the first progress event: it saw an id
+// (hasPrimingEvent), so it resumes from the priming event's id, and gets
+// every step once and the result.
+func TestTypeScriptClientResumesACallCutRightAfterItsPrimingEvent(t *testing.T) {
+	node := nodeAndSDK(t)
+	r := startResumeRig(t)
+	probe := testutil.NewClient(r.h.URL)
+	probe.HTTP = r.h.HTTP
+	if _, err := probe.Initialize(testutil.Context(t, wait)); err != nil {
+		t.Fatal(err)
+	}
+	r.cutCallAfterPriming(t, probe.SessionID, tsCutHeader)
+	steps, order := runNodeScript(t, node, "resume-client.mjs", r.endpoint, "call",
+		strconv.Itoa(callSteps), strconv.Itoa(callDelayMS))
+	checkSteps(t, steps, order, []string{"connect", "call", "done"})
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkTSCall(t, steps["call"])
+	r.checkCallResumed(t)
+	r.checkResumedFromPriming(t)
+}
+
+// checkTSCall checks the call step of resume-client.mjs: the result, and
+// every step's progress and log message once, in order.
+func checkTSCall(t *testing.T, call tsStep) {
+	t.Helper()
+	if want := fmt.Sprintf("done %d steps", callSteps); call.str("result") != want {
+		t.Errorf("callTool resolved with %q, want %q", call.str("result"), want)
+	}
+	d := newDeliveries()
+	for _, v := range call["progress"].([]any) {
+		d.addProgress(v.(float64))
+	}
+	for _, v := range call["logs"].([]any) {
+		d.addLog(v)
+	}
+	d.checkCall(t)
+	t.Logf("what the TS transport reported through onerror: %v", call["errors"])
 }
