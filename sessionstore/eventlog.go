@@ -124,3 +124,15 @@ func (o EventLogOptions) MaxEventBytes() int {
 	o = o.WithDefaults()
 	return min(o.MaxStreamBytes, o.MaxSessionBytes)
 }
+
+// EventLogProvider is implemented by a shared Store that can keep an event
+// log every replica sharing it reads: a stream one replica logged can be
+// resumed on any other. redisstore.Store implements it. A transport given
+// such a Store and no event log uses the Store's, so that resumability
+// works across replicas without being wired.
+type EventLogProvider interface {
+	// NewEventLog returns an event log kept where the Store keeps its
+	// records, bounded by opts (fields <= 0 take their defaults). The log
+	// lives as long as the Store; it needs no closing of its own.
+	NewEventLog(opts EventLogOptions) EventLog
+}

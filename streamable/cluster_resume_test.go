@@ -92,3 +92,60 @@ func resumeOnAnotherReplica(t *testing.T, cl *cluster) {
 	wantStatus(t, "resume on B", s.Status, http.StatusOK, s.Body)
 	readResumed(t, ctx, s, take, &order, got, onStalled)
 }
+
+// With a Redis store and no EventLog configured, every replica uses the
+// store's shared log: a GET stream opened on A resumes on B from an id A
+// wrote, and B replays, in order and once each, what A sent after it.
+func TestClusterResumesOnAnotherReplicaWithTheStoresLogByDefault(t *testing.T) {
+	cl := newCluster(t, streamable.Config{}, redisstore.Options{})
+	c := cl.session(0)
+	ctx := testutil.Context(t, wait)
+	s := cl.stream(c)
+	const count = 10
+	resp, err := c.CallTool(ctx, "lifeline_notify_session", map[string]any{"count": count, "bytes": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "notify", resp.Status, http.StatusOK, resp.Body)
+	ids := make([]string, 0, count)
+	for len(ids) < count {
+		ev, err := s.NextMessageEvent(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d notifications on A: %v", len(ids), count, err)
+		}
+		m, err := ev.Message()
+		if err != nil || !notPing(m) {
+			continue
+		}
+		if seq := seqOf(t, m); seq != len(ids) {
+			t.Fatalf("notification %d on A is seq %d", len(ids), seq)
+		}
+		if ev.ID == "" {
+			t.Fatalf("notification %d on A has no event id: no event log by default with a Redis store", len(ids))
+		}
+		ids = append(ids, ev.ID)
+	}
+	s.Close()
+	a := cl.replicas[0]
+	testutil.Eventually(t, wait, "A's stream to exit", func() bool { return a.h.Stats().GetStreams == 0 })
+
+	// The client missed everything after the 4th: it resumes on B.
+	const from = 3
+	r := openResume(t, cl.client(1, c), ids[from])
+	wantStatus(t, "resume on B", r.Status, http.StatusOK, r.Body)
+	for i := from + 1; i < count; i++ {
+		ev, err := r.NextMessageEvent(ctx)
+		if err != nil {
+			t.Fatalf("replay on B, waiting for seq %d: %v", i, err)
+		}
+		m, err := ev.Message()
+		if err != nil || !notPing(m) {
+			i--
+			continue
+		}
+		if seq := seqOf(t, m); seq != i || ev.ID != ids[i] {
+			t.Fatalf("replayed on B: seq %d id %q, want seq %d id %q", seq, ev.ID, i, ids[i])
+		}
+	}
+}
+

@@ -167,10 +167,20 @@ type Config struct {
 	// last as long as it does.
 	// When nil, and the Store is the process-local default, a bounded
 	// sessionstore.MemoryEventLog is used (its documented bounds: 1,000
-	// events and 4 MiB per stream, 256 MiB for the process); with a shared
-	// Store, nil leaves resumability off (a memory log cannot serve a
-	// resume on another replica). A session's events are purged when it
-	// ends. Pings are never recorded.
+	// events and 4 MiB per stream, 256 MiB for the process). With a shared
+	// Store that implements sessionstore.EventLogProvider (as
+	// redisstore.Store does), nil means the Store's own log, with the
+	// default bounds (sessionstore.EventLogOptions) and a session's events
+	// kept IdleTTL after the session's last one
+	// (sessionstore.DefaultEventTTL when IdleTTL is Disabled): every
+	// replica sharing the Store can then replay what another sent, so a
+	// client resumes on any replica. (A client that resumes from an event
+	// older than that, its session's last, gets a fresh stream.)
+	// With any other shared Store, nil leaves resumability off (a memory
+	// log cannot serve a resume on another replica). A session's events
+	// are purged when it ends here (DELETE, or expiry noticed by this
+	// process); with a shared Store, a session that expired there keeps
+	// its events until their own expiry. Pings are never recorded.
 	EventLog sessionstore.EventLog
 	// DisableEventLog turns resumability off, whatever EventLog is: GET
 	// streams carry no ids and Last-Event-ID is ignored (a fresh stream).
@@ -245,6 +255,17 @@ func (c Config) effective() Config {
 		// so that a quiet stream's events do not lapse while it is open.
 		c.EventLog = sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{Now: c.Clock.Now,
 			EventLogOptions: sessionstore.EventLogOptions{TTL: defaultEventTTL}})
+	case c.EventLog == nil:
+		if p, ok := c.Store.(sessionstore.EventLogProvider); ok {
+			// Events outlive their session's last activity by at most the
+			// idle TTL: a session that expires in a shared store is purged
+			// by nobody.
+			ttl := c.IdleTTL
+			if ttl <= 0 {
+				ttl = sessionstore.DefaultEventTTL
+			}
+			c.EventLog = p.NewEventLog(sessionstore.EventLogOptions{TTL: ttl})
+		}
 	}
 	return c
 }

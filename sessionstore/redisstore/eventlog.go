@@ -80,6 +80,14 @@ func (s *Store) EventLog(opts sessionstore.EventLogOptions) *EventLog {
 	return &EventLog{s: s, opts: opts.WithDefaults(), scripts: newEventScripts()}
 }
 
+var _ sessionstore.EventLogProvider = (*Store)(nil)
+
+// NewEventLog implements sessionstore.EventLogProvider: it is EventLog,
+// returned as a sessionstore.EventLog.
+func (s *Store) NewEventLog(opts sessionstore.EventLogOptions) sessionstore.EventLog {
+	return s.EventLog(opts)
+}
+
 // tagLen is the length of a log's tag: 60 random bits, base32, the start
 // of the nonce (rand.Text) of the StoreEvent that made the log.
 const tagLen = 12
