@@ -2,6 +2,8 @@ package streamable_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -149,3 +151,40 @@ func TestClusterResumesOnAnotherReplicaWithTheStoresLogByDefault(t *testing.T) {
 	}
 }
 
+// With a shared store, DELETE on any replica drops the session's events
+// from the shared log, as it does from the memory log alone: an id of the
+// deleted session can no longer be replayed.
+func TestClusterDeletePurgesTheSessionsEvents(t *testing.T) {
+	cl := newCluster(t, streamable.Config{}, redisstore.Options{})
+	c := cl.session(0)
+	ctx := testutil.Context(t, wait)
+	s := cl.stream(c)
+	resp, err := c.CallTool(ctx, "lifeline_notify_session", map[string]any{"count": 1, "bytes": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "notify", resp.Status, http.StatusOK, resp.Body)
+	ev, err := s.NextMessageEvent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.ID == "" {
+		t.Fatal("the notification has no event id")
+	}
+	log := cl.replicas[2].store.EventLog(sessionstore.EventLogOptions{})
+	replay := func() error {
+		_, err := log.ReplayEventsAfter(ctx, c.SessionID, ev.ID, func(string, json.RawMessage) error { return nil })
+		return err
+	}
+	if err := replay(); err != nil {
+		t.Fatalf("replay before DELETE: %v", err)
+	}
+	del, err := cl.client(1, c).Delete(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "DELETE on B", del.Status, http.StatusOK, del.Body)
+	if err := replay(); !errors.Is(err, sessionstore.ErrUnknownEventID) {
+		t.Fatalf("replay after DELETE: %v, want ErrUnknownEventID: the session's events outlive it", err)
+	}
+}

@@ -37,6 +37,15 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 			writeFailure(w, errSessionNotFound())
 			return
 		}
+		// The session's events go with it, as they do alone (its local
+		// copy, ended as deleted in the store, leaves the log to this).
+		// A holder on another replica that records once more before it
+		// hears of the end leaves an event the log's TTL lapses.
+		if log := h.cfg.EventLog; log != nil {
+			if err := log.PurgeSession(ctx, sess.id); err != nil {
+				h.log.Warn("lifeline: purge the session's events", "session", logID(sess.id), "err", err)
+			}
+		}
 		w.WriteHeader(http.StatusOK)
 		return
 	}
