@@ -46,6 +46,9 @@ type Options struct {
 	Heartbeat time.Duration
 	// WriteTimeout is lifeline's stream write deadline (the others have none).
 	WriteTimeout time.Duration
+	// DisableEventLog turns lifeline's resumability off
+	// (streamable.Config.DisableEventLog): no event ids, nothing recorded.
+	DisableEventLog bool
 }
 
 // Peer is one server under test, on its own http.Server and port.
@@ -116,6 +119,7 @@ func StartPeer(name string, o Options) (*Peer, error) {
 			WriteTimeout:      o.WriteTimeout,
 			Logger:            discard,
 			MaxSessions:       20000,
+			DisableEventLog:   o.DisableEventLog,
 		})
 		p, err := serve(name, "/mcp", h, nil)
 		if err != nil {

@@ -6,9 +6,12 @@
 // far less than either on a shared machine, so it is the figure to compare
 // between two versions of lifeline: it uses only bench.StartPeer and
 // bench.MeasureThroughput, so the directory can be copied into an older
-// checkout and run there, alternately with this one.
+// checkout and run there, alternately with this one (-no-event-log needs
+// this checkout's bench.Options: in a checkout older than the event log,
+// run that checkout's own cells, the same otherwise).
 //
 //	cd bench && go run ./cmd/cells
+//	cd bench && go run ./cmd/cells -no-event-log   # lifeline with resumability off
 package main
 
 import (
@@ -30,8 +33,9 @@ func median(xs []float64) float64 {
 func main() {
 	rounds := flag.Int("rounds", 5, "rounds per cell")
 	dur := flag.Duration("dur", 700*time.Millisecond, "measurement per peer per round")
+	noLog := flag.Bool("no-event-log", false, "lifeline with resumability off (Config.DisableEventLog)")
 	flag.Parse()
-	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second}
+	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog}
 	l, err := bench.StartPeer(bench.Lifeline, o)
 	if err != nil {
 		log.Fatal(err)
