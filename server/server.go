@@ -161,9 +161,11 @@ func WithSessionStore(store sessionstore.Store) Option {
 // streamable.Config.EventLog), as mcp-go's option of the same name does;
 // any mcp-go EventStore, such as its NewInMemoryEventStore, serves. Unlike
 // mcp-go, lifeline resumes without this option too, from a bounded memory
-// log of its own (with a shared session store, only with this option);
-// WithEventStore(nil) turns resumability off, as mcp-go has it without a
-// store.
+// log of its own, or with a shared session store from the store's own log
+// (sessionstore.EventLogProvider: redisstore.Store keeps one on Redis, so
+// a stream resumes on any replica); with another shared store, only with
+// this option. WithEventStore(nil) turns resumability off, as mcp-go has
+// it without a store.
 func WithEventStore(store mcpserver.EventStore) Option {
 	return func(s *Server) {
 		s.cfg.EventLog = store
