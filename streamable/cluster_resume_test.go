@@ -171,9 +171,14 @@ func TestClusterDeletePurgesTheSessionsEvents(t *testing.T) {
 	if ev.ID == "" {
 		t.Fatal("the notification has no event id")
 	}
+	// The wire id is "<stream>/<log id>".
+	_, logID, ok := strings.Cut(ev.ID, "/")
+	if !ok {
+		t.Fatalf("event id %q is not <stream>/<log id>", ev.ID)
+	}
 	log := cl.replicas[2].store.EventLog(sessionstore.EventLogOptions{})
 	replay := func() error {
-		_, err := log.ReplayEventsAfter(ctx, c.SessionID, ev.ID, func(string, json.RawMessage) error { return nil })
+		_, err := log.ReplayEventsAfter(ctx, c.SessionID, logID, func(string, json.RawMessage) error { return nil })
 		return err
 	}
 	if err := replay(); err != nil {
