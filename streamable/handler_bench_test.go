@@ -38,24 +38,17 @@ func BenchmarkServePost(b *testing.B) {
 		return r, cancel
 	}
 
-	b.Run("lifeline", func(b *testing.B) {
-		h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
-			HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		defer h.Close()
-		id := benchInitialize(b, h, request)
-		w := &sinkWriter{h: http.Header{}}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			r, cancel := request(id)
-			w.reset()
-			h.ServeHTTP(w, r)
-			cancel()
-			if w.status != http.StatusOK {
-				b.Fatalf("status %d: %s", w.status, w.body.String())
-			}
-		}
-	})
+	// lifeline with its defaults (the memory event log on), and with
+	// resumability off, the path to compare with a checkout before the
+	// event log.
+	for _, bc := range []struct {
+		name  string
+		noLog bool
+	}{{"lifeline", false}, {"lifeline-no-event-log", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchServePostLifeline(b, bc.noLog, request)
+		})
+	}
 	b.Run("floor", func(b *testing.B) {
 		s := demotools.NewServer("bench", "1")
 		w := &sinkWriter{h: http.Header{}}
@@ -178,4 +171,26 @@ func BenchmarkServeModernPost(b *testing.B) {
 			cancel()
 		}
 	})
+}
+
+// benchServePostLifeline is BenchmarkServePost's lifeline case, with the
+// event log off when noLog is set.
+func benchServePostLifeline(b *testing.B, noLog bool, request func(string) (*http.Request, context.CancelFunc)) {
+	h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
+		HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DisableEventLog: noLog})
+	defer h.Close()
+	id := benchInitialize(b, h, request)
+	w := &sinkWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, cancel := request(id)
+		w.reset()
+		h.ServeHTTP(w, r)
+		cancel()
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d: %s", w.status, w.body.String())
+		}
+	}
 }
