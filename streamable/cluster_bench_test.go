@@ -100,9 +100,17 @@ func benchToolsCall(b *testing.B, newClient func() *testutil.Client) {
 // BenchmarkCrossReplicaNotification measures the delivery of a session
 // notification sent by a tool on replica B to the client reading the
 // session's GET stream on replica A: from the tool's send to the client's
-// read of the event. It reports p50 and p99 over b.N notifications.
+// read of the event. It reports p50 and p99 over b.N notifications, with
+// the event log (the default with a Redis store: A records each message
+// before it writes it) and without.
 func BenchmarkCrossReplicaNotification(b *testing.B) {
-	c := newBenchCluster(b, func(s *server.MCPServer) {
+	b.Run("log-on", func(b *testing.B) { benchCrossReplicaNotification(b, false) })
+	b.Run("log-off", func(b *testing.B) { benchCrossReplicaNotification(b, true) })
+}
+
+func benchCrossReplicaNotification(b *testing.B, noLog bool) {
+	cfg := streamable.Config{HeartbeatInterval: 20 * time.Second, DisableEventLog: noLog}
+	c := newClusterTB(b, cfg, redisstore.Options{}, func(s *server.MCPServer) {
 		s.AddTool(mcp.NewTool("bench_stamp"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			id := server.ClientSessionFromContext(ctx).SessionID()
 			err := s.SendNotificationToSpecificClient(id, "notifications/message", map[string]any{
