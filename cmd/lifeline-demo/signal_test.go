@@ -241,7 +241,9 @@ func TestProgressDelayBounds(t *testing.T) {
 // TestDemoReplicaDrainKeepsSessions is a rolling deploy of two demos on one
 // Redis: replica A is stopped (as on SIGTERM) while a call of a session
 // runs on it. A's readiness turns 503 while B's stays 200, the call still
-// gets its result, A's run returns nil, and the session goes on, on B.
+// gets its result (with the Redis store's event log, the default, A lets
+// go of the call's stream and the client resumes it on B), A's run returns
+// nil, and the session goes on, on B.
 func TestDemoReplicaDrainKeepsSessions(t *testing.T) {
 	redisURL := "redis://" + testutil.StartRedis(t) + "/0"
 	logs := newLogBuffer(t)
@@ -263,8 +265,31 @@ func TestDemoReplicaDrainKeepsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer call.Close()
-	if _, err := call.NextMatching(ctx, func(m testutil.Message) bool { return m.Method == "notifications/progress" }); err != nil {
-		t.Fatalf("the first progress notification: %v", err)
+	// The Redis store's event log is the default: every event carries an
+	// id, the cursor a resume starts from.
+	lastID := ""
+	var result *testutil.Message
+	next := func() (testutil.Message, error) {
+		ev, err := call.NextMessageEvent(ctx)
+		if err != nil {
+			return testutil.Message{}, err
+		}
+		if ev.ID != "" {
+			lastID = ev.ID
+		}
+		return ev.Message()
+	}
+	for {
+		m, err := next()
+		if err != nil {
+			t.Fatalf("the first progress notification: %v", err)
+		}
+		if m.Method == "notifications/progress" {
+			break
+		}
+	}
+	if lastID == "" {
+		t.Fatal("the call's events carry no id: no event log by default with Redis")
 	}
 
 	stoppedA := make(chan error, 1)
@@ -276,9 +301,36 @@ func TestDemoReplicaDrainKeepsSessions(t *testing.T) {
 	if code, body := getStatus(ctx, t, hc, "http://"+addrB+readyPath); code != http.StatusOK {
 		t.Errorf("replica B's %s while A drains = %d %q, want 200", readyPath, code, body)
 	}
-	result, err := call.NextMatching(ctx, func(m testutil.Message) bool { return len(m.ID) > 0 })
-	if err != nil || result.Error != nil || !strings.Contains(string(result.Result), "done 5 steps") {
-		t.Errorf("the call running on A as it stopped: %+v (result %s), %v; want done 5 steps", result, result.Result, err)
+	// A lets go of the call's stream as it drains (or the call ends
+	// first); the client resumes on B, where the call's rest and its result
+	// come from the shared log while the call finishes on A.
+	for result == nil {
+		m, err := next()
+		if err != nil {
+			break // A let go of the stream
+		}
+		if len(m.ID) > 0 {
+			result = &m
+		}
+	}
+	if result == nil {
+		t.Logf("A let go of the call's stream; resuming on B after %s", lastID)
+		onB := rawClient(t, "http://"+addrB+"/mcp")
+		onB.SessionID, onB.ProtocolVersion = c.SessionID, c.ProtocolVersion
+		onB.Header = map[string]string{"Last-Event-ID": lastID}
+		resumed, err := onB.OpenStream(ctx)
+		if err != nil || resumed.Status != http.StatusOK {
+			t.Fatalf("resume the call on B after %s: %v %+v", lastID, err, resumed)
+		}
+		defer resumed.Close()
+		m, err := resumed.NextMatching(ctx, func(m testutil.Message) bool { return len(m.ID) > 0 })
+		if err != nil {
+			t.Fatalf("the call's result on B: %v", err)
+		}
+		result = &m
+	}
+	if result.Error != nil || !strings.Contains(string(result.Result), "done 5 steps") {
+		t.Errorf("the call running on A as it stopped: %+v (result %s); want done 5 steps", result, result.Result)
 	}
 	select {
 	case err := <-stoppedA:
