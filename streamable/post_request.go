@@ -72,7 +72,7 @@ func (p *postStream) run(body []byte) {
 	defer p.finish()
 	var keepalive *time.Timer
 	if p.h.cfg.HeartbeatInterval > 0 {
-		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.startWriter)
+		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.rs.onFirstUse) // one func value for both uses
 	}
 	resp := p.h.handle(p.ctx, p.rs, p.id, body)
 	if keepalive != nil {
