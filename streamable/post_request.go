@@ -134,7 +134,7 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 		return !p.sse.dying()
 	}
 	if p.resumable {
-		return p.openRecorded(nil, first)
+		return p.openRecorded(p.recordPriming(p.recordParent()), nil, first)
 	}
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)

@@ -84,6 +84,13 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 // cancelled as it would be without a log.
 func (p *postStream) sendRecorded(msgs [][]byte) {
 	parent := p.recordParent()
+	// A response that opens with msgs primes with an id recorded before
+	// theirs: a client that got only the priming event resumes from it and
+	// is replayed msgs.
+	prime := ""
+	if p.sse == nil {
+		prime = p.recordPriming(parent)
+	}
 	ids := make([]string, len(msgs))
 	all := true
 	for i, m := range msgs {
@@ -95,7 +102,7 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 	var written bool
 	switch {
 	case p.sse == nil:
-		written = p.openRecorded(ids, msgs)
+		written = p.openRecorded(prime, ids, msgs)
 	case !p.sse.ended.Load():
 		if anyID(ids) {
 			p.idOut.Store(true)
@@ -156,20 +163,30 @@ func anyID(ids []string) bool {
 	return false
 }
 
+// recordPriming records the priming event of a 2025-11-25 response and
+// returns its SSE id ("" for an earlier version, or when the log refused
+// it). It is recorded before anything the response then carries, so that
+// a resume from it replays all of that.
+func (p *postStream) recordPriming(parent context.Context) string {
+	if !primes(p.sess.ProtocolVersion()) {
+		return ""
+	}
+	return p.h.recordOn(parent, p.sess, p.stream, nil)
+}
+
 // openRecorded turns the response into an SSE stream: a 2025-11-25 one
-// opens with a priming event (an id, empty data) and the retry field, then
-// msgs with their ids, in one write and flush.
-func (p *postStream) openRecorded(ids []string, msgs [][]byte) bool {
+// opens with a priming event (prime, recorded before msgs: an id, empty
+// data) and the retry field, then msgs with their ids, in one write and
+// flush.
+func (p *postStream) openRecorded(prime string, ids []string, msgs [][]byte) bool {
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
 	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
 	opening := ""
-	if primes(p.sess.ProtocolVersion()) {
-		if id := p.h.recordOn(p.recordParent(), p.sess, p.stream, nil); id != "" {
-			opening = "id: " + id + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
-			p.idOut.Store(true)
-		}
+	if prime != "" {
+		opening = "id: " + prime + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
+		p.idOut.Store(true)
 	}
 	if opening == "" && len(msgs) == 0 {
 		opening = ": stream open\n\n"
@@ -232,7 +249,7 @@ func (p *postStream) letGo() {
 		if !primes(p.sess.ProtocolVersion()) {
 			return
 		}
-		p.openRecorded(nil, nil)
+		p.openRecorded(p.recordPriming(p.recordParent()), nil, nil)
 	}
 	if !p.idOut.Load() {
 		return
