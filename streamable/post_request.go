@@ -189,7 +189,10 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 		p.batch.respond(p, resp)
 		return
 	}
-	if p.sse == nil || !p.sse.begun() {
+	// A response let go of before it began (closed before its opening
+	// write) belongs to a handler that has returned: the answer is only
+	// recorded, for the client's resume.
+	if p.sse == nil || (!p.sse.begun() && !p.letGone) {
 		p.respondJSON(resp)
 		return
 	}

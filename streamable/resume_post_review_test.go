@@ -1,9 +1,15 @@
 package streamable_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/internal/demotools"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
@@ -40,4 +46,44 @@ func TestResumeFromThePrimingEventReplaysTheFirstMessage(t *testing.T) {
 	wantStatus(t, "GET resuming from the priming event", resumed.Status, http.StatusOK, resumed.Body)
 	pr.until(ctx, resumed, -1)
 	pr.check(steps, "5")
+}
+
+// A request that outlives its session's termination (it ignores the
+// cancellation past CleanupTimeout) and sends its first message then:
+// its response is closed before it could open, and let go of (the
+// handler returns). Its answer, when it comes, must not be written on
+// the ResponseWriter of the handler that has returned.
+func TestAnswerOfALetGoRequestIsNotWrittenAfterItsHandlerReturned(t *testing.T) {
+	started, send, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	sent := make(chan error, 1)
+	srv := demotools.NewServer("review", "1")
+	srv.AddTool(mcp.NewTool("stubborn"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		<-send // past the session's end: it ignores its context
+		sent <- server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
+			map[string]any{"progressToken": "tok", "progress": 1})
+		<-finish
+		return mcp.NewToolResultText("late"), nil
+	})
+	guard := &writerGuard{}
+	r := bbStart(t, srv, streamable.Config{HeartbeatInterval: streamable.Disabled, CleanupTimeout: 50 * time.Millisecond}, guard.wrap)
+	ctx := testutil.Context(t, wait)
+	c := r.session(t, ctx)
+	call := bbPostAsync(ctx, c, bbToolCall(9, "stubborn", nil, map[string]any{"progressToken": "tok"}))
+	bbAwait(t, started, wait, "the tool started")
+	if resp, err := c.Delete(ctx); err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("DELETE: %+v %v", resp, err)
+	}
+	close(send)
+	if err := bbAwait(t, sent, wait, "the tool sent its notification"); err != nil {
+		t.Fatalf("the tool's notification: %v", err)
+	}
+	if res := bbAwait(t, call, wait, "the POST answered"); res.err != nil {
+		t.Fatalf("POST: %v", res.err)
+	}
+	close(finish)
+	testutil.Eventually(t, wait, "the request finished", func() bool { return r.h.Stats().PostStreams == 0 })
+	if late := guard.uses(); len(late) > 0 {
+		t.Fatalf("the ResponseWriter was used after its handler returned: %v", late)
+	}
 }
