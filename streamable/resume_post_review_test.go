@@ -3,6 +3,7 @@ package streamable_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,62 @@ func TestAnswerOfALetGoRequestIsNotWrittenAfterItsHandlerReturned(t *testing.T) 
 	if late := guard.uses(); len(late) > 0 {
 		t.Fatalf("the ResponseWriter was used after its handler returned: %v", late)
 	}
+}
+
+// A Last-Event-ID that pairs a stream name with the log id of an event of
+// another stream of the same session is refused before anything of that
+// other stream is written: 400 for a request stream's name, a fresh
+// standalone stream (nothing replayed) for the GET stream's.
+func TestResumeWithAnotherStreamsLogIDReplaysNothingOfIt(t *testing.T) {
+	const steps = 2
+	step := make(chan struct{})
+	r := newRig(t, streamable.Config{}, steppedTool(steps, step))
+	ctx := testutil.Context(t, wait)
+	c := r.session()
+	call := callStepped(t, ctx, c, 1)
+	pr := &postReader{t: t, ids: map[string]bool{}}
+	first, err := call.Next(ctx)
+	if err != nil || !first.IsPriming() {
+		t.Fatalf("first event %+v (%v), want the priming event", first, err)
+	}
+	pr.take(first)
+	step <- struct{}{}
+	pr.until(ctx, call, 1) // progress 1 follows the priming event in the log
+	stream, logID, _ := strings.Cut(first.ID, "/")
+	other := "p0123456789abcdef-MQ"
+	if stream == other {
+		t.Fatalf("the call's stream is named %s", stream)
+	}
+	// A request stream's name with the call's log id.
+	s := openResume(t, c, other+"/"+logID)
+	wantStatus(t, "GET with Last-Event-ID "+other+"/"+logID, s.Status, http.StatusBadRequest, s.Body)
+	if !strings.Contains(string(s.Body), "Last-Event-ID") {
+		t.Fatalf("body %s does not say what was wrong", s.Body)
+	}
+	// The standalone stream's name with the call's log id.
+	get := openResume(t, c, "get/"+logID)
+	wantStatus(t, "GET with Last-Event-ID get/"+logID, get.Status, http.StatusOK, get.Body)
+	notify(t, r, c.SessionID, "marker")
+	for {
+		ev, err := get.Next(ctx)
+		if err != nil {
+			t.Fatalf("the standalone stream ended before the marker: %v", err)
+		}
+		if !ev.HasMessage() {
+			continue
+		}
+		m, err := ev.Message()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isLog(m) && logData(t, m) == "marker" {
+			break
+		}
+		t.Fatalf("the standalone stream resumed from another stream's id carried %s (id %q)", ev.Data, ev.ID)
+	}
+	for range steps {
+		step <- struct{}{}
+	}
+	pr.until(ctx, call, -1)
+	pr.check(steps, "1")
 }
