@@ -25,8 +25,9 @@ import (
 var errReleased = errors.New("the response was ended for the client to resume it")
 
 // errNotResumed cancels a request whose response was let go of and that
-// ran on for a whole idle TTL after that.
-var errNotResumed = errors.New("the request ran for the session's idle TTL after its response was ended")
+// ran on for a whole idle TTL after that with no resumer on this replica
+// following its stream when the TTL ran out.
+var errNotResumed = errors.New("the request ran for the session's idle TTL after its response was ended, and no client followed its stream")
 
 // errClientLeft ends a resumable POST response whose client closed its
 // connection.
@@ -66,9 +67,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		defer h.postSignals.add(key, -1, 0) // after the answer was recorded
 		defer cancel(nil)
 		p.run(body)
-		if p.detached != nil { // set by the writer, which run joined
-			p.detached.Stop()
-		}
+		p.stopDetached()
 	}()
 	select {
 	case <-done:
@@ -266,9 +265,36 @@ func (p *postStream) letGo() {
 func (p *postStream) detach() {
 	p.letGone = true
 	if ttl := p.h.cfg.IdleTTL; ttl > 0 {
-		p.detached = time.AfterFunc(ttl, func() { p.cancel(errNotResumed) })
+		p.mu.Lock()
+		p.detached = time.AfterFunc(ttl, p.idleDetached)
+		p.mu.Unlock()
 	}
 	close(p.released)
+}
+
+// idleDetached runs an idle TTL after the response was let go of: it
+// cancels the request, unless a resumer on this replica follows its
+// stream, in which case it looks again one idle TTL later.
+func (p *postStream) idleDetached() {
+	if p.h.postSignals.watched(signalKey(p.sess.id, p.stream)) {
+		p.mu.Lock()
+		if !p.detachedDone {
+			p.detached.Reset(p.h.cfg.IdleTTL)
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.cancel(errNotResumed)
+}
+
+// stopDetached stops the idle-TTL bound of a request that has returned.
+func (p *postStream) stopDetached() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.detachedDone = true
+	if p.detached != nil {
+		p.detached.Stop()
+	}
 }
 
 // letGoIfEnded lets go of a response whose write failed after an id went

@@ -146,3 +146,41 @@ func TestResumeWithAnotherStreamsLogIDReplaysNothingOfIt(t *testing.T) {
 	pr.until(ctx, call, -1)
 	pr.check(steps, "1")
 }
+
+// The idle-TTL bound of a let-go request is for a request no client comes
+// back for: one whose client resumed and follows its stream runs on past
+// it, to its answer.
+func TestFollowedLetGoRequestOutlivesTheIdleTTL(t *testing.T) {
+	const steps = 2
+	step := make(chan struct{})
+	r := newRig(t, streamable.Config{IdleTTL: testIdleTTL}, steppedTool(steps, step))
+	proxy := testutil.StartFaultProxy(t, testutil.FaultProxyConfig{Backends: []string{r.ts.URL}})
+	c := testutil.NewClient(proxy.URL())
+	ctx := testutil.Context(t, wait)
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	call := callStepped(t, ctx, c, 4)
+	pr := &postReader{t: t, ids: map[string]bool{}}
+	step <- struct{}{}
+	pr.until(ctx, call, 1)
+	if proxy.CutAll() == 0 {
+		t.Fatal("the proxy had no connection to cut")
+	}
+	resumed := openResume(t, c, pr.lastID)
+	wantStatus(t, "GET resuming the POST stream", resumed.Status, http.StatusOK, resumed.Body)
+	// Not a synchronisation: the window in which the bound must not end
+	// a request that is followed.
+	window := time.NewTimer(5 * testIdleTTL)
+	defer window.Stop()
+	<-window.C
+	for range steps {
+		select {
+		case step <- struct{}{}:
+		case <-ctx.Done():
+			t.Fatal("the tool stopped taking steps: the followed request was cancelled")
+		}
+	}
+	pr.until(ctx, resumed, -1)
+	pr.check(steps, "4")
+}
