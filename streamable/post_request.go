@@ -181,6 +181,11 @@ func (p *postStream) keepalive() {
 		return
 	}
 	if !p.sse.dying() && p.sse.comment("keepalive") != nil {
+		if p.resumable && p.idOut.Load() {
+			// Its client can resume: the request goes on, let go of.
+			p.letGoIfEnded()
+			return
+		}
 		p.cancel(context.Cause(p.sse.ctx))
 	}
 }

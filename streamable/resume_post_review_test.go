@@ -184,3 +184,47 @@ func TestFollowedLetGoRequestOutlivesTheIdleTTL(t *testing.T) {
 	pr.until(ctx, resumed, -1)
 	pr.check(steps, "4")
 }
+
+// A let-go request is ended by its session's end, not by a keep-alive
+// that fails on the connection its client dropped: clients that leave
+// with a resumable id leave their requests running, whichever of the
+// connection's end and a keep-alive's failed write the transport sees
+// first.
+func TestCutRequestIsNotCancelledByAFailedKeepAlive(t *testing.T) {
+	const calls = 24
+	causes := make(chan error, calls)
+	r := newRig(t, streamable.Config{HeartbeatInterval: time.Millisecond}, func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("forever"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil, context.Cause(ctx)
+		})
+	})
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	for i := range calls {
+		call, err := c.PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+			"params": map[string]any{"name": "forever"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := call.Next(ctx); err != nil || !ev.IsPriming() {
+			t.Fatalf("call %d: first event %+v (%v), want the priming event", i, ev, err)
+		}
+		call.Close()
+	}
+	// Every let-go request ends with its session's end.
+	if resp, err := c.Delete(ctx); err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("DELETE: %+v %v", resp, err)
+	}
+	for i := range calls {
+		select {
+		case cause := <-causes:
+			if cause != nil && strings.Contains(cause.Error(), "sse write") {
+				t.Fatalf("request %d of %d was cancelled by a failed write: %v", i+1, calls, cause)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of %d requests ended", i, calls)
+		}
+	}
+}
