@@ -98,15 +98,16 @@ type postStream struct {
 	// A resumable request's (post_resume.go): its stream's name in the
 	// event log, whether an event id went out on its response, and the
 	// writer's hand-over of the response.
-	resumable    bool
-	stream       string
-	idOut        atomic.Bool
-	releaseWake  chan struct{} // a release is asked for (buffered)
-	released     chan struct{} // closed by the writer once it let go of the response
-	letGone      bool          // the writer's: released is closed
-	detached     *time.Timer   // bounds the request once let go of (mu)
-	detachedDone bool          // the request has returned: detached stays stopped (mu)
-	lastOK       bool          // the last send was recorded or written whole
+	resumable      bool
+	stream         string
+	idOut          atomic.Bool
+	releaseWake    chan struct{} // a release is asked for (buffered)
+	released       chan struct{} // closed by the writer once it let go of the response
+	releaseRefused chan struct{} // the session's bound refused a let-go (buffered)
+	letGone        bool          // the writer's: released is closed
+	detached       *time.Timer   // bounds the request once let go of (mu)
+	detachedDone   bool          // the request has returned: detached stays stopped (mu)
+	lastOK         bool          // the last send was recorded or written whole
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by

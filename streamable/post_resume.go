@@ -29,6 +29,16 @@ var errReleased = errors.New("the response was ended for the client to resume it
 // following its stream when the TTL ran out.
 var errNotResumed = errors.New("the request ran for the session's idle TTL after its response was ended, and no client followed its stream")
 
+// maxLetGoRequests bounds the requests of one session that run on after
+// their response was let go of, with no connection of their client: one
+// resumer each (maxResumedStreams). Past it, a request is not let go of:
+// one whose response ended is cancelled, as without a log.
+const maxLetGoRequests = maxResumedStreams
+
+// errTooManyLetGo cancels a request whose response ended while its session
+// had maxLetGoRequests requests let go of.
+var errTooManyLetGo = errors.New("the response ended while the session had as many requests let go of (running on for their clients to resume) as it may: the request ends with it")
+
 // errClientLeft ends a resumable POST response whose client closed its
 // connection.
 var errClientLeft = errors.New("the client closed its connection")
@@ -50,7 +60,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(h.requestContext(r.Context(), r)))
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
 		resumable: true, stream: newPostStreamName(env.ID),
-		releaseWake: make(chan struct{}, 1), released: make(chan struct{})}
+		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}
 	if !sess.beginWork(p) {
 		cancel(nil)
 		writeFailure(w, h.goneAnswer().forRequest(env.ID))
@@ -68,6 +78,9 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		defer cancel(nil)
 		p.run(body)
 		p.stopDetached()
+		if p.letGone { // set by the writer, which run joined
+			sess.endLetGo()
+		}
 	}()
 	select {
 	case <-done:
@@ -151,6 +164,25 @@ func (s *session) releaseRunning() {
 	for _, p := range running {
 		p.askRelease()
 	}
+}
+
+// beginLetGo counts a request let go of in, unless the session has
+// maxLetGoRequests already.
+func (s *session) beginLetGo() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.letGo >= maxLetGoRequests {
+		return false
+	}
+	s.letGo++
+	return true
+}
+
+// endLetGo counts a request let go of out, once it has returned.
+func (s *session) endLetGo() {
+	s.mu.Lock()
+	s.letGo--
+	s.mu.Unlock()
 }
 
 func anyID(ids []string) bool {
@@ -253,8 +285,27 @@ func (p *postStream) letGo() {
 	if !p.idOut.Load() {
 		return
 	}
+	if !p.sess.beginLetGo() {
+		p.refuseLetGo()
+		return
+	}
 	p.sse.close(errReleased)
 	p.detach()
+}
+
+// refuseLetGo, on the writer goroutine, answers a let-go that the
+// session's bound refuses: a request whose response has ended is
+// cancelled (its client cannot follow it); one whose response lives keeps
+// it, and a waiting CloseSSEStream is told.
+func (p *postStream) refuseLetGo() {
+	if p.sse.ended.Load() {
+		p.cancel(errTooManyLetGo)
+		return
+	}
+	select {
+	case p.releaseRefused <- struct{}{}:
+	default:
+	}
 }
 
 // detach, on the writer goroutine, marks the response let go of: the
@@ -301,6 +352,10 @@ func (p *postStream) stopDetached() {
 // out: the handler goroutine need not wait for the request.
 func (p *postStream) letGoIfEnded() {
 	if !p.letGone && p.sse != nil && p.sse.ended.Load() && p.idOut.Load() {
+		if !p.sess.beginLetGo() {
+			p.cancel(errTooManyLetGo)
+			return
+		}
 		p.sse.close(errReleased) // no write may follow: the handler returns
 		p.detach()
 	}
@@ -309,6 +364,10 @@ func (p *postStream) letGoIfEnded() {
 // releaseNow asks the writer to let go of the response and waits, at most
 // the write timeout, until it has. It reports whether it did.
 func (p *postStream) releaseNow(ctx context.Context) bool {
+	select {
+	case <-p.releaseRefused: // an earlier refusal
+	default:
+	}
 	p.askRelease()
 	p.mu.Lock()
 	exited := p.writerDone
@@ -321,6 +380,7 @@ func (p *postStream) releaseNow(ctx context.Context) bool {
 	select {
 	case <-p.released:
 		return true
+	case <-p.releaseRefused:
 	case <-exited:
 	case <-ctx.Done():
 	case <-t.C:
