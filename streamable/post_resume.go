@@ -57,7 +57,9 @@ func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *liste
 // the response, whichever comes first; it never touches the response
 // after that.
 func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(h.requestContext(r.Context(), r)))
+	// Only the HTTP request's end is left out: what ContextFunc derives
+	// (a deadline included) applies.
+	ctx, cancel := context.WithCancelCause(h.requestContext(context.WithoutCancel(r.Context()), r))
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
 		resumable: true, stream: newPostStreamName(env.ID),
 		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}

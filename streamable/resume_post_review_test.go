@@ -2,6 +2,7 @@ package streamable_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -226,5 +227,41 @@ func TestCutRequestIsNotCancelledByAFailedKeepAlive(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("%d of %d requests ended", i, calls)
 		}
+	}
+}
+
+// What Config.ContextFunc derives for a request applies to it whether or
+// not its response is resumable: a deadline it sets ends the request.
+// (Only the client's leaving no longer does, once it can resume.)
+func TestContextFuncDeadlineEndsAResumableRequest(t *testing.T) {
+	causes := make(chan error, 1)
+	errDeadline := errors.New("the ContextFunc's deadline")
+	cfg := streamable.Config{ContextFunc: func(ctx context.Context, _ *http.Request) context.Context {
+		ctx, cancel := context.WithTimeoutCause(ctx, 50*time.Millisecond, errDeadline)
+		context.AfterFunc(ctx, cancel) // released with the context
+		return ctx
+	}}
+	r := newRig(t, cfg, func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("forever"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil, context.Cause(ctx)
+		})
+	})
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	call, err := c.PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": "forever"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(call.Close)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, errDeadline) {
+			t.Fatalf("the request ended with %v, want the ContextFunc's deadline", cause)
+		}
+	case <-ctx.Done():
+		t.Fatal("the ContextFunc's deadline did not end the request")
 	}
 }
