@@ -265,3 +265,53 @@ func TestContextFuncDeadlineEndsAResumableRequest(t *testing.T) {
 		t.Fatal("the ContextFunc's deadline did not end the request")
 	}
 }
+
+// A server-to-client request (sampling) made on a request's response that
+// is cut before the client got it: the client's resume replays it, the
+// client's answer (POSTed) reaches the waiting call, and the resumed
+// stream carries the request's result.
+func TestSamplingOnACutPostStreamIsAnsweredAfterTheResume(t *testing.T) {
+	r := newRig(t, streamable.Config{}, func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("asks"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := server.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{
+				CreateMessageParams: mcp.CreateMessageParams{MaxTokens: 5, Messages: []mcp.SamplingMessage{{
+					Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: "hello"}}}},
+			})
+			if err != nil {
+				return mcp.NewToolResultText("sampling failed: " + err.Error()), nil
+			}
+			return mcp.NewToolResultText("sampled " + res.Model), nil
+		})
+	})
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	call, err := c.PostStream(ctx, map[string]any{"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+		"params": map[string]any{"name": "asks"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(call.Close)
+	first, err := call.Next(ctx)
+	if err != nil || !first.IsPriming() {
+		t.Fatalf("first event %+v (%v), want the priming event", first, err)
+	}
+	call.Close() // cut: whatever followed the priming event is lost
+	resumed := openResume(t, c, first.ID)
+	wantStatus(t, "GET resuming the POST stream", resumed.Status, http.StatusOK, resumed.Body)
+	req, err := resumed.NextMatching(ctx, func(m testutil.Message) bool { return m.Method == "sampling/createMessage" })
+	if err != nil {
+		t.Fatalf("the sampling request was not replayed: %v", err)
+	}
+	reply, err := c.Reply(ctx, req.ID, map[string]any{"role": "assistant", "model": "m1",
+		"content": map[string]any{"type": "text", "text": "hi"}})
+	if err != nil || reply.Status != http.StatusAccepted {
+		t.Fatalf("the client's answer: %+v %v", reply, err)
+	}
+	answer, err := resumed.NextMatching(ctx, func(m testutil.Message) bool { return m.Method == "" })
+	if err != nil {
+		t.Fatalf("no answer on the resumed stream: %v", err)
+	}
+	if string(answer.ID) != "8" || !strings.Contains(string(answer.Result), "sampled m1") {
+		t.Fatalf("answer %s %s, want the sampled result of call 8", answer.ID, answer.Result)
+	}
+}
