@@ -72,7 +72,11 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	key := signalKey(sess.id, p.stream)
 	h.postSignals.add(key, 1, 0)
 	done := make(chan struct{})
-	stop := context.AfterFunc(r.Context(), p.clientGone)
+	gone := make(chan struct{})
+	stop := context.AfterFunc(r.Context(), func() {
+		defer close(gone)
+		p.clientGone()
+	})
 	go func() {
 		defer close(done)
 		defer sess.endWork(p)
@@ -88,7 +92,11 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	case <-done:
 	case <-p.released:
 	}
-	stop()
+	if !stop() {
+		// clientGone runs (its client left as the request answered): it
+		// touches the response, so it ends before this handler does.
+		<-gone
+	}
 }
 
 // sendRecorded records msgs on the request's stream, then writes them with

@@ -315,3 +315,36 @@ func TestSamplingOnACutPostStreamIsAnsweredAfterTheResume(t *testing.T) {
 		t.Fatalf("answer %s %s, want the sampled result of call 8", answer.ID, answer.Result)
 	}
 }
+
+// A client that leaves just as its request answers: the transport's
+// reaction to its leaving (closing the response, asking the writer to let
+// go of it) never touches the ResponseWriter after the handler returned.
+// (The race is narrow: many calls make it likely, not certain, on code
+// that has it; code without it passes every time.)
+func TestClientLeavingAsTheRequestAnswersDoesNotTouchTheReturnedResponse(t *testing.T) {
+	srv := demotools.NewServer("review", "1")
+	srv.AddTool(mcp.NewTool("quick"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
+			map[string]any{"progressToken": "tok", "progress": 1})
+		return mcp.NewToolResultText("ok"), nil
+	})
+	guard := &writerGuard{}
+	r := bbStart(t, srv, streamable.Config{HeartbeatInterval: streamable.Disabled}, guard.wrap)
+	ctx := testutil.Context(t, 3*wait)
+	c := r.session(t, ctx)
+	const calls = 300
+	for i := range calls {
+		call, err := c.PostStream(ctx, bbToolCall(i, "quick", nil, map[string]any{"progressToken": "tok"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := call.Next(ctx); err != nil { // an id is out: the client may leave
+			t.Fatalf("call %d: %v", i, err)
+		}
+		call.Close()
+	}
+	testutil.Eventually(t, wait, "every call finished", func() bool { return r.h.Stats().PostStreams == 0 })
+	if late := guard.uses(); len(late) > 0 {
+		t.Fatalf("%d of %d calls used the ResponseWriter after their handler returned, first: %s", len(late), calls, late[0])
+	}
+}
