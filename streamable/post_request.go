@@ -98,15 +98,17 @@ type postStream struct {
 	// A resumable request's (post_resume.go): its stream's name in the
 	// event log, whether an event id went out on its response, and the
 	// writer's hand-over of the response.
-	resumable   bool
-	stream      string // named when the response becomes a stream (name)
-	signal      string // its postSignals key
-	idOut       atomic.Bool
-	releaseWake chan struct{} // a release is asked for (buffered)
-	released    chan struct{} // closed by the writer once it let go of the response
-	letGone     bool          // the writer's: released is closed
-	detached    *time.Timer   // the writer's: bounds the request once let go of
-	lastOK      bool          // the last send was recorded or written whole
+	resumable      bool
+	stream         string // named when the response becomes a stream (name)
+	signal         string // its postSignals key
+	idOut          atomic.Bool
+	releaseWake    chan struct{} // a release is asked for (buffered)
+	released       chan struct{} // closed by the writer once it let go of the response
+	releaseRefused chan struct{} // the session's bound refused a let-go (buffered)
+	letGone        bool          // the writer's: released is closed
+	detached       *time.Timer   // bounds the request once let go of (mu)
+	detachedDone   bool          // the request has returned: detached stays stopped (mu)
+	lastOK         bool          // the last send was recorded or written whole
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by
@@ -136,7 +138,8 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 	}
 	if p.resumable {
 		// Only sendRecorded carries messages here: first is empty.
-		return p.openRecorded(p.priming(), nil, first)
+		p.name()
+		return p.openRecorded(p.recordPriming(p.recordParent()), nil, first)
 	}
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)
@@ -182,6 +185,11 @@ func (p *postStream) keepalive() {
 		return
 	}
 	if !p.sse.dying() && p.sse.comment("keepalive") != nil {
+		if p.resumable && p.idOut.Load() {
+			// Its client can resume: the request goes on, let go of.
+			p.letGoIfEnded()
+			return
+		}
 		p.cancel(context.Cause(p.sse.ctx))
 	}
 }
@@ -191,7 +199,10 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 		p.batch.respond(p, resp)
 		return
 	}
-	if p.sse == nil || !p.sse.begun() {
+	// A response let go of before it began (closed before its opening
+	// write) belongs to a handler that has returned: the answer is only
+	// recorded, for the client's resume.
+	if p.sse == nil || (!p.sse.begun() && !p.letGone) {
 		p.respondJSON(resp)
 		return
 	}

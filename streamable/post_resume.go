@@ -25,8 +25,19 @@ import (
 var errReleased = errors.New("the response was ended for the client to resume it")
 
 // errNotResumed cancels a request whose response was let go of and that
-// ran on for a whole idle TTL after that.
-var errNotResumed = errors.New("the request ran for the session's idle TTL after its response was ended")
+// ran on for a whole idle TTL after that with no resumer on this replica
+// following its stream when the TTL ran out.
+var errNotResumed = errors.New("the request ran for the session's idle TTL after its response was ended, and no client followed its stream")
+
+// maxLetGoRequests bounds the requests of one session that run on after
+// their response was let go of, with no connection of their client: one
+// resumer each (maxResumedStreams). Past it, a request is not let go of:
+// one whose response ended is cancelled, as without a log.
+const maxLetGoRequests = maxResumedStreams
+
+// errTooManyLetGo cancels a request whose response ended while its session
+// had maxLetGoRequests requests let go of.
+var errTooManyLetGo = errors.New("the response ended while the session had as many requests let go of (running on for their clients to resume) as it may: the request ends with it")
 
 // errClientLeft ends a resumable POST response whose client closed its
 // connection.
@@ -46,10 +57,12 @@ func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *liste
 // the response, whichever comes first; it never touches the response
 // after that.
 func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(h.requestContext(r.Context(), r)))
+	// Only the HTTP request's end is left out: what ContextFunc derives
+	// (a deadline included) applies.
+	ctx, cancel := context.WithCancelCause(h.requestContext(context.WithoutCancel(r.Context()), r))
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
 		resumable:   true,
-		releaseWake: make(chan struct{}, 1), released: make(chan struct{})}
+		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}
 	if !sess.beginWork(p) {
 		cancel(nil)
 		writeFailure(w, h.goneAnswer().forRequest(env.ID))
@@ -57,7 +70,11 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	p.prepare()
 	done := make(chan struct{})
-	stop := context.AfterFunc(r.Context(), p.clientGone)
+	gone := make(chan struct{})
+	stop := context.AfterFunc(r.Context(), func() {
+		defer close(gone)
+		p.clientGone()
+	})
 	go func() {
 		defer close(done)
 		defer sess.endWork(p)
@@ -66,15 +83,20 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		if p.stream != "" { // named by the writer, which run joined
 			h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
 		}
-		if p.detached != nil { // set by the writer, which run joined
-			p.detached.Stop()
+		p.stopDetached()
+		if p.letGone { // set by the writer, which run joined
+			sess.endLetGo()
 		}
 	}()
 	select {
 	case <-done:
 	case <-p.released:
 	}
-	stop()
+	if !stop() {
+		// clientGone runs (its client left as the request answered): it
+		// touches the response, so it ends before this handler does.
+		<-gone
+	}
 }
 
 // sendRecorded records msgs on the request's stream, then writes them with
@@ -83,11 +105,15 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 // resume. Before that, the client cannot resume, and the request is
 // cancelled as it would be without a log.
 func (p *postStream) sendRecorded(msgs [][]byte) {
-	opening := ""
-	if p.sse == nil {
-		opening = p.priming() // names the stream; its priming goes first
-	}
+	p.name()
 	parent := p.recordParent()
+	// A response that opens with msgs primes with an id recorded before
+	// theirs: a client that got only the priming event resumes from it and
+	// is replayed msgs.
+	prime := ""
+	if p.sse == nil {
+		prime = p.recordPriming(parent)
+	}
 	ids := make([]string, len(msgs))
 	all := true
 	for i, m := range msgs {
@@ -99,7 +125,7 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 	var written bool
 	switch {
 	case p.sse == nil:
-		written = p.openRecorded(opening, ids, msgs)
+		written = p.openRecorded(prime, ids, msgs)
 	case !p.sse.ended.Load():
 		if anyID(ids) {
 			p.idOut.Store(true)
@@ -151,6 +177,25 @@ func (s *session) releaseRunning() {
 	}
 }
 
+// beginLetGo counts a request let go of in, unless the session has
+// maxLetGoRequests already.
+func (s *session) beginLetGo() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.letGo >= maxLetGoRequests {
+		return false
+	}
+	s.letGo++
+	return true
+}
+
+// endLetGo counts a request let go of out, once it has returned.
+func (s *session) endLetGo() {
+	s.mu.Lock()
+	s.letGo--
+	s.mu.Unlock()
+}
+
 func anyID(ids []string) bool {
 	for _, id := range ids {
 		if id != "" {
@@ -160,13 +205,31 @@ func anyID(ids []string) bool {
 	return false
 }
 
-// openRecorded turns the response into an SSE stream: opening (a priming
-// event, or nothing), then msgs with their ids, in one write and flush.
-func (p *postStream) openRecorded(opening string, ids []string, msgs [][]byte) bool {
+// recordPriming records the priming event of a 2025-11-25 response and
+// returns its SSE id ("" for an earlier version, or when the log refused
+// it). It is recorded before anything the response then carries, so that
+// a resume from it replays all of that.
+func (p *postStream) recordPriming(parent context.Context) string {
+	if !primes(p.sess.ProtocolVersion()) {
+		return ""
+	}
+	return p.h.recordOn(parent, p.sess, p.stream, nil)
+}
+
+// openRecorded turns the response into an SSE stream: a 2025-11-25 one
+// opens with a priming event (prime, recorded before msgs: an id, empty
+// data) and the retry field, then msgs with their ids, in one write and
+// flush.
+func (p *postStream) openRecorded(prime string, ids []string, msgs [][]byte) bool {
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
 	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
+	opening := ""
+	if prime != "" {
+		opening = "id: " + prime + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
+		p.idOut.Store(true)
+	}
 	if opening == "" && len(msgs) == 0 {
 		opening = ": stream open\n\n"
 	}
@@ -179,23 +242,6 @@ func (p *postStream) openRecorded(opening string, ids []string, msgs [][]byte) b
 		}
 		return p.sse.putEventsWithIDs(ids, msgs)
 	}) == nil
-}
-
-// priming names the request's stream and, for a 2025-11-25 session,
-// records its priming event (before anything the stream carries, so that
-// a resume from it replays all of it) and returns it with the retry field
-// ("" otherwise, or when the log refused it).
-func (p *postStream) priming() string {
-	p.name()
-	if !primes(p.sess.ProtocolVersion()) {
-		return ""
-	}
-	id := p.h.recordOn(p.recordParent(), p.sess, p.stream, nil)
-	if id == "" {
-		return ""
-	}
-	p.idOut.Store(true)
-	return "id: " + id + "\nretry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\ndata: \n\n"
 }
 
 // name names the request's stream in the event log and registers it as
@@ -257,13 +303,33 @@ func (p *postStream) letGo() {
 		if !primes(p.sess.ProtocolVersion()) {
 			return
 		}
-		p.openRecorded(p.priming(), nil, nil)
+		p.name()
+		p.openRecorded(p.recordPriming(p.recordParent()), nil, nil)
 	}
 	if !p.idOut.Load() {
 		return
 	}
+	if !p.sess.beginLetGo() {
+		p.refuseLetGo()
+		return
+	}
 	p.sse.close(errReleased)
 	p.detach()
+}
+
+// refuseLetGo, on the writer goroutine, answers a let-go that the
+// session's bound refuses: a request whose response has ended is
+// cancelled (its client cannot follow it); one whose response lives keeps
+// it, and a waiting CloseSSEStream is told.
+func (p *postStream) refuseLetGo() {
+	if p.sse.ended.Load() {
+		p.cancel(errTooManyLetGo)
+		return
+	}
+	select {
+	case p.releaseRefused <- struct{}{}:
+	default:
+	}
 }
 
 // detach, on the writer goroutine, marks the response let go of: the
@@ -274,15 +340,46 @@ func (p *postStream) letGo() {
 func (p *postStream) detach() {
 	p.letGone = true
 	if ttl := p.h.cfg.IdleTTL; ttl > 0 {
-		p.detached = time.AfterFunc(ttl, func() { p.cancel(errNotResumed) })
+		p.mu.Lock()
+		p.detached = time.AfterFunc(ttl, p.idleDetached)
+		p.mu.Unlock()
 	}
 	close(p.released)
+}
+
+// idleDetached runs an idle TTL after the response was let go of: it
+// cancels the request, unless a resumer on this replica follows its
+// stream, in which case it looks again one idle TTL later.
+func (p *postStream) idleDetached() {
+	if p.h.postSignals.watched(p.signal) {
+		p.mu.Lock()
+		if !p.detachedDone {
+			p.detached.Reset(p.h.cfg.IdleTTL)
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.cancel(errNotResumed)
+}
+
+// stopDetached stops the idle-TTL bound of a request that has returned.
+func (p *postStream) stopDetached() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.detachedDone = true
+	if p.detached != nil {
+		p.detached.Stop()
+	}
 }
 
 // letGoIfEnded lets go of a response whose write failed after an id went
 // out: the handler goroutine need not wait for the request.
 func (p *postStream) letGoIfEnded() {
 	if !p.letGone && p.sse != nil && p.sse.ended.Load() && p.idOut.Load() {
+		if !p.sess.beginLetGo() {
+			p.cancel(errTooManyLetGo)
+			return
+		}
 		p.sse.close(errReleased) // no write may follow: the handler returns
 		p.detach()
 	}
@@ -291,6 +388,10 @@ func (p *postStream) letGoIfEnded() {
 // releaseNow asks the writer to let go of the response and waits, at most
 // the write timeout, until it has. It reports whether it did.
 func (p *postStream) releaseNow(ctx context.Context) bool {
+	select {
+	case <-p.releaseRefused: // an earlier refusal
+	default:
+	}
 	p.askRelease()
 	p.mu.Lock()
 	exited := p.writerDone
@@ -303,6 +404,7 @@ func (p *postStream) releaseNow(ctx context.Context) bool {
 	select {
 	case <-p.released:
 		return true
+	case <-p.releaseRefused:
 	case <-exited:
 	case <-ctx.Done():
 	case <-t.C:

@@ -68,3 +68,11 @@ func (ps *postSignals) next(key string) (<-chan struct{}, bool) {
 	e := ps.m[key]
 	return e.changed, e.running > 0
 }
+
+// watched reports whether a resumer here follows the stream.
+func (ps *postSignals) watched(key string) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	e := ps.m[key]
+	return e != nil && e.watchers > 0
+}

@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -133,27 +132,31 @@ func (h *Handler) replay(g *getStream) bool {
 		}
 		return nil
 	}
-	var wrote error                          // the first write that failed: the stream is gone
 	_, from, _ := splitEventID(g.resumeFrom) // runGet checked it names the GET stream
-	stream, err := h.cfg.EventLog.ReplayEventsAfter(g.ctx, g.sess.id, from, func(id string, msg json.RawMessage) error {
-		id = wireEventID(getStreamID, id)
-		if !opened {
-			if wrote = open(); wrote != nil {
-				return wrote
+	// Read first, written once the log has said the id is the GET
+	// stream's: nothing of another stream may go on this one.
+	stream, evs, err := h.readAfter(g.ctx, g.sess, from)
+	var wrote error // the first write that failed: the stream is gone
+	if err == nil && stream == getStreamID {
+		for _, ev := range evs {
+			id := wireEventID(getStreamID, ev.id)
+			if !opened {
+				if wrote = open(); wrote != nil {
+					break
+				}
 			}
+			if len(ev.msg) == 0 {
+				continue // a priming event: nothing to deliver
+			}
+			if wrote = g.eventWithID(id, ev.msg); wrote != nil {
+				break
+			}
+			if g.replayed == nil {
+				g.replayed = make(map[string]bool)
+			}
+			g.replayed[id] = true // a carried or forwarded copy is not written again
 		}
-		if len(msg) == 0 {
-			return nil // a priming event: nothing to deliver
-		}
-		if wrote = g.eventWithID(id, msg); wrote != nil {
-			return wrote
-		}
-		if g.replayed == nil {
-			g.replayed = make(map[string]bool)
-		}
-		g.replayed[id] = true // a carried or forwarded copy is not written again
-		return nil
-	})
+	}
 	switch {
 	case wrote != nil:
 		return false
@@ -164,23 +167,14 @@ func (h *Handler) replay(g *getStream) bool {
 		// answer an error a client takes for its session's end.
 		h.freshStream(g, "the event log does not hold it")
 		return open() == nil
-	case err != nil && !opened:
+	case err != nil: // nothing was written yet
 		writeFailure(g.w, errStore(fmt.Errorf("replay events: %w", err)))
 		return false
-	case err != nil:
-		h.log.Warn("lifeline: event log failed during a replay; closing the stream",
-			"session", logID(g.sess.id), "err", err)
-		return false
 	case stream != getStreamID:
-		// Only the GET stream is recorded so far: an id of another stream
-		// of this session cannot be issued. Say so rather than guess.
-		h.log.Error("lifeline: a resumed id named a stream other than the GET stream",
-			"session", logID(g.sess.id), "stream", stream)
-		if !opened {
-			h.freshStream(g, "it names another stream")
-			return open() == nil
-		}
-		return false
+		// A request stream's log id under the GET stream's name: nothing
+		// of that stream was written; the stream opens afresh.
+		h.freshStream(g, "it names another stream")
+		return open() == nil
 	case !opened:
 		return open() == nil
 	}

@@ -36,9 +36,6 @@ const maxResumedStreams = 32
 // replica reads the shared log.
 const resumePoll = 250 * time.Millisecond
 
-// errFinalReplayed stops a replay at the request's answer.
-var errFinalReplayed = errors.New("the request's answer was replayed")
-
 // lostAfter is how long a stream whose request runs on another replica may
 // stay silent, keep-alive markers included, before its request is taken
 // for lost: three keep-alives. Zero (heartbeats off) never does.
@@ -131,38 +128,35 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 // opening st first if need be. It reports whether anything (a keep-alive
 // marker included) was recorded, whether the request's answer was written,
 // the write that failed, and the log's error. An id of another stream is
-// the log's ErrUnknownEventID.
+// the log's ErrUnknownEventID, and nothing of that stream is written.
 func (h *Handler) replayPost(st *sseStream, sess *session, stream string, cursor *string, opened *bool) (got, final bool, wrote, err error) {
-	replayed, err := h.cfg.EventLog.ReplayEventsAfter(st.ctx, sess.id, *cursor, func(id string, msg json.RawMessage) error {
+	replayed, evs, err := h.readAfter(st.ctx, sess, *cursor)
+	if err == nil && replayed != stream {
+		err = fmt.Errorf("%w: the id belongs to another stream of the session", sessionstore.ErrUnknownEventID)
+	}
+	if err != nil {
+		return false, false, nil, err
+	}
+	for _, ev := range evs {
 		got = true
-		*cursor = id
-		if len(msg) == 0 {
-			return nil // a priming event or a keep-alive marker
+		*cursor = ev.id
+		if len(ev.msg) == 0 {
+			continue // a priming event or a keep-alive marker
 		}
 		if !*opened {
 			if wrote = st.start(); wrote != nil {
-				return wrote
+				return got, false, wrote, nil
 			}
 			*opened = true
 		}
-		if wrote = st.eventWithID(wireEventID(stream, id), msg); wrote != nil {
-			return wrote
+		if wrote = st.eventWithID(wireEventID(stream, ev.id), ev.msg); wrote != nil {
+			return got, false, wrote, nil
 		}
-		if isFinalResponse(msg) {
-			final = true
-			return errFinalReplayed
+		if isFinalResponse(ev.msg) {
+			return got, true, nil, nil
 		}
-		return nil
-	})
-	switch {
-	case final:
-		return got, true, nil, nil
-	case wrote != nil:
-		return got, false, wrote, nil
-	case err == nil && replayed != stream:
-		err = fmt.Errorf("%w: the id belongs to another stream of the session", sessionstore.ErrUnknownEventID)
 	}
-	return got, false, nil, err
+	return got, false, nil, nil
 }
 
 // answerLost ends a resumed stream whose request no replica runs any more
