@@ -39,7 +39,10 @@ func TestClusterResumeOnAnotherReplicaDeliversTheCarriedMessageOnce(t *testing.T
 func resumeOnAnotherReplica(t *testing.T, cl *cluster) {
 	a := cl.replicas[0]
 	c := cl.session(0)
-	ctx := testutil.Context(t, wait)
+	// 12.5 MiB through a recorded stream: under a loaded machine and the race
+	// detector this takes seconds (each 64 KiB message is stored before it is
+	// written), so the bound is three waits.
+	ctx := testutil.Context(t, 3*wait)
 
 	sr, err := testutil.DialStalledStream(ctx, a.ts.URL, c.SessionID)
 	if err != nil {
