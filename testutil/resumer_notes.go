@@ -130,7 +130,7 @@ func taggedNote(m Message) (tag string, seq int, ok bool) {
 func (b *noteBook) absent(limit int) []string {
 	var out []string
 	for tag, t := range b.tags {
-		if t.expected < 0 || t.distinct >= t.expected && len(t.seen) >= t.expected {
+		if t.expected < 0 {
 			continue
 		}
 		var seqs []string
