@@ -75,9 +75,11 @@ type ResumingClient struct {
 	notes    noteBook
 	stats    ResumingStats
 
-	stop   context.CancelFunc
-	wg     sync.WaitGroup // the GET loop and ping replies
-	closed atomic.Bool
+	life    context.Context // ends with Close; bounds the GET loop and replies
+	stop    context.CancelFunc
+	wg      sync.WaitGroup // the GET loop and ping replies
+	closeMu sync.Mutex     // orders a reply's wg.Add before Close's Wait
+	closed  bool           // under closeMu
 }
 
 // clientSession is the session a ResumingClient uses: its id, version and
@@ -147,21 +149,29 @@ func (c *ResumingClient) Start(ctx context.Context) error {
 	if err := c.reinit(ctx, -1); err != nil {
 		return err
 	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	c.stop = cancel
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed || c.stop != nil {
+		return errors.New("resuming client: Start after Close or a second Start")
+	}
+	c.life, c.stop = context.WithCancel(context.Background())
 	c.wg.Add(1)
-	go c.getLoop(loopCtx)
+	go c.getLoop(c.life)
 	return nil
 }
 
 // Close stops the GET stream and waits for every goroutine of the client.
 // It does not end the session.
 func (c *ResumingClient) Close() {
-	if c.closed.Swap(true) {
+	c.closeMu.Lock()
+	was, stop := c.closed, c.stop
+	c.closed = true
+	c.closeMu.Unlock()
+	if was {
 		return
 	}
-	if c.stop != nil {
-		c.stop()
+	if stop != nil {
+		stop()
 	}
 	c.wg.Wait()
 	c.hc.CloseIdleConnections()
@@ -292,9 +302,12 @@ func (c *ResumingClient) newRequest(ctx context.Context, s clientSession, method
 // empty result, anything else with "method not found". It runs on its own
 // goroutine (joined by Close), bounded by CallTimeout.
 func (c *ResumingClient) reply(s clientSession, m Message) {
-	if c.closed.Load() {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed || c.life == nil {
 		return
 	}
+	life := c.life
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -308,7 +321,7 @@ func (c *ResumingClient) reply(s clientSession, m Message) {
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CallTimeout)
+		ctx, cancel := context.WithTimeout(life, c.cfg.CallTimeout)
 		defer cancel()
 		req, err := c.newRequest(ctx, s, http.MethodPost, body)
 		if err != nil {
