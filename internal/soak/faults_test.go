@@ -31,7 +31,7 @@ func TestGetStreamCutWhileNotificationsFlowLosesNothing(t *testing.T) {
 	p.Arm(testutil.Fault{Match: isGet, After: 3000, Stall: true})
 	c := startClient(t, reps.URL(), "a")
 	ctx := testutil.Context(t, wait)
-	testutil.Eventually(t, wait, "the GET stream opened", func() bool { return c.LastEventID() != "" })
+	testutil.Eventually(t, wait, "the GET stream opened with a priming event id (a cursor to resume from)", func() bool { return c.LastEventID() != "" })
 	first := c.LastEventID()
 	for range 4 {
 		if _, err := c.Notify(ctx, 50, 100); err != nil {
@@ -84,7 +84,7 @@ func TestKilledHolderResumesOnAnotherReplica(t *testing.T) {
 		if err := c.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		testutil.Eventually(t, wait, "the GET stream opened", func() bool { return c.LastEventID() != "" })
+		testutil.Eventually(t, wait, "the GET stream opened with a priming event id (a cursor to resume from)", func() bool { return c.LastEventID() != "" })
 		first := c.LastEventID() // the priming event's id
 		holder := -1
 		p.Stall(func(ci testutil.ConnInfo) bool {
