@@ -324,6 +324,13 @@ func (cs *callStream) resume(ctx context.Context, cut error) error {
 			_ = c.reinit(ctx, cs.s.gen)
 			return errors.New("the session ended before the call's stream could be resumed (404)")
 		}
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusConflict && resp.StatusCode != http.StatusTooManyRequests {
+			// The server says the stream cannot be resumed (an id it
+			// does not hold, say): asking again will not change that.
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			drainClose(resp)
+			return fmt.Errorf("resuming GET answered %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+		}
 		if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 			drainClose(resp)
 			last = fmt.Errorf("resuming GET answered %d %s", resp.StatusCode, mt)
