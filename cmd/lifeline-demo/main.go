@@ -1,8 +1,8 @@
 // Command lifeline-demo serves an MCP server on lifeline's transport, with
 // the in-memory session store or, with -redis, a store on Redis shared by
 // every replica started with the same URL and prefix; with -redis the
-// event log is on that Redis too, so a client resumes a stream (GET with
-// Last-Event-ID) on any replica.
+// event log is on that Redis too (the store's own, the transport's default),
+// so a client resumes a stream (GET with Last-Event-ID) on any replica.
 //
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		return fmt.Errorf("listen: %w", lerr)
 	}
 	// From here on the store, when there is one, is closed on every path.
-	store, eventLog, storeAttrs, closeStore := openStore(ctx, redisOpts, *redisURL, *redisPrefix, logger)
+	store, storeAttrs, closeStore := openStore(ctx, redisOpts, *redisURL, *redisPrefix, logger)
 	defer func() { err = errors.Join(err, closeStore()) }()
 
 	var mcpServer *mcpserver.MCPServer
@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		mcpServer = demotools.NewServer("lifeline-demo", "0.1.0")
 	}
 	mux := http.NewServeMux()
-	opts := []server.Option{
+	srv := server.New(mcpServer,
 		server.WithHeartbeatInterval(*hb),
 		server.WithSessionIdleTTL(*idle),
 		server.WithWriteTimeout(*wt),
@@ -144,13 +144,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}),
-	}
-	if eventLog != nil {
-		// Every replica records into, and replays from, the shared log: a
-		// client resumes its streams on any replica.
-		opts = append(opts, server.WithEventStore(eventLog))
-	}
-	srv := server.New(mcpServer, opts...)
+	)
 	mux.Handle(server.DefaultEndpointPath, srv)
 	mux.Handle(readyPath, srv.ReadinessHandler())
 	mux.Handle(livePath, srv.LivenessHandler())
@@ -251,17 +245,16 @@ func parseRedisURL(rawURL string) (*redis.Options, error) {
 	return opts, nil
 }
 
-// openStore returns the session store the flags ask for, its event log,
-// the attributes that describe it in the startup log, and a function that
-// closes the store and then its client. With opts nil it is the
-// transport's default in-memory store (a nil Store, and a nil log: the
-// transport's default) and closing does nothing. Otherwise it is a
-// redisstore.Store and its event log on the same Redis; Redis is pinged, bounded by ctx and redisPingTimeout,
+// openStore returns the session store the flags ask for, the attributes
+// that describe it in the startup log, and a function that closes the store
+// and then its client. With opts nil it is the transport's default
+// in-memory store (a nil Store) and closing does nothing. Otherwise it is a
+// redisstore.Store; Redis is pinged, bounded by ctx and redisPingTimeout,
 // and an unreachable Redis is logged as a warning, not an error: the store
 // works once Redis answers.
-func openStore(ctx context.Context, opts *redis.Options, rawURL, prefix string, logger *slog.Logger) (sessionstore.Store, sessionstore.EventLog, []any, func() error) {
+func openStore(ctx context.Context, opts *redis.Options, rawURL, prefix string, logger *slog.Logger) (sessionstore.Store, []any, func() error) {
 	if opts == nil {
-		return nil, nil, []any{"store", "memory"}, func() error { return nil }
+		return nil, []any{"store", "memory"}, func() error { return nil }
 	}
 	shown := rawURL
 	if u, err := url.Parse(rawURL); err == nil {
@@ -279,5 +272,5 @@ func openStore(ctx context.Context, opts *redis.Options, rawURL, prefix string, 
 		logger.Warn("lifeline-demo: Redis is unreachable; serving anyway, requests that need it get 503 until it answers",
 			"redis", shown, "err", err)
 	}
-	return store, store.EventLog(sessionstore.EventLogOptions{}), []any{"store", "redis", "redis", shown, "redis_prefix", prefix, "event_log", "redis"}, closeStore
+	return store, []any{"store", "redis", "redis", shown, "redis_prefix", prefix}, closeStore
 }
