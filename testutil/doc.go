@@ -6,7 +6,11 @@
 // shared session stores, a round-robin reverse proxy that spreads a
 // session's requests over several replicas, and a fault-injecting TCP
 // proxy (FaultProxy) that cuts or stalls connections mid-stream, on
-// demand, after a given byte or at seeded random points. It is used by
+// demand, after a given byte or at seeded random points, a rig of
+// lifeline-demo replica processes behind that proxy (Replicas: SIGKILL,
+// drain, restart, heap and goroutine figures), and a ResumingClient that
+// resumes cut streams with Last-Event-ID and counts lost and duplicated
+// notifications, for soak and fault tests. It is used by
 // lifeline's own tests and is meant for users' tests of their servers
 // too.
 package testutil

@@ -48,11 +48,27 @@ func StartRedis(t testing.TB) (addr string) {
 // that stop and restart it.
 func StartRedisServer(t testing.TB) *RedisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH (Debian package redis-server): %v", err)
 	}
-	r := &RedisServer{dir: t.TempDir(), bin: bin}
+	r, err := LaunchRedisServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// LaunchRedisServer is StartRedisServer for a program without a
+// testing.TB (a soak run): it starts a redis-server working in dir (which
+// must exist) and returns once it answers PING. The caller must Stop it.
+// The error wraps exec.ErrNotFound when redis-server is not on PATH.
+func LaunchRedisServer(dir string) (*RedisServer, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server is not on PATH (Debian package redis-server): %w", err)
+	}
+	r := &RedisServer{dir: dir, bin: bin}
 	// A free port can be taken by someone else between finding and binding
 	// it; try a few.
 	for range 5 {
@@ -61,12 +77,10 @@ func StartRedisServer(t testing.TB) *RedisServer {
 		}
 		r.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
 		if err = r.start(); err == nil {
-			t.Cleanup(func() { r.Stop() })
-			return r
+			return r, nil
 		}
 	}
-	t.Fatalf("start redis-server: %v", err)
-	return nil
+	return nil, fmt.Errorf("start redis-server: %w", err)
 }
 
 // Addr returns the server's address, the same across restarts.

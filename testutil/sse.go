@@ -69,11 +69,23 @@ func (m Message) IsNotification() bool { return m.Method != "" && len(m.ID) == 0
 
 // SSEReader parses an SSE byte stream into events, comments included.
 type SSEReader struct {
-	r *bufio.Reader
+	r      *bufio.Reader
+	strict bool
 }
 
-// NewSSEReader reads events from r.
+// NewSSEReader reads events from r. An event the stream ends inside (no
+// blank line after it) is still returned, as far as it got: tests see what
+// a cut delivered.
 func NewSSEReader(r io.Reader) *SSEReader { return &SSEReader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+// NewStrictSSEReader reads events from r as the SSE specification says a
+// client must: an event or line the stream ends inside is discarded, and
+// Next reports io.ErrUnexpectedEOF for it. A client that resumes by
+// Last-Event-ID needs this: the id of an event it did not receive whole
+// must not become its cursor.
+func NewStrictSSEReader(r io.Reader) *SSEReader {
+	return &SSEReader{r: bufio.NewReaderSize(r, 64<<10), strict: true}
+}
 
 // Next returns the next event or comment; io.EOF at the end of the stream.
 func (s *SSEReader) Next() (Event, error) {
@@ -83,6 +95,8 @@ func (s *SSEReader) Next() (Event, error) {
 	for {
 		line, err := s.r.ReadString('\n')
 		switch {
+		case err == io.EOF && s.strict && (line != "" || have):
+			return Event{}, io.ErrUnexpectedEOF
 		case err == io.EOF && line != "":
 			// The stream ended inside a line: take it; the next read reports io.EOF.
 		case err == io.EOF && have:

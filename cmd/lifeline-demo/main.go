@@ -1,6 +1,8 @@
 // Command lifeline-demo serves an MCP server on lifeline's transport, with
 // the in-memory session store or, with -redis, a store on Redis shared by
-// every replica started with the same URL and prefix.
+// every replica started with the same URL and prefix; with -redis the
+// event log is on that Redis too (the store's own, the transport's default),
+// so a client resumes a stream (GET with Last-Event-ID) on any replica.
 //
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]

@@ -20,6 +20,7 @@ const (
 	MaxNotifyBytes = 1 << 20
 	MaxSteps       = 10000
 	MaxStepDelayMS = 10000
+	MaxTagBytes    = 256
 )
 
 // NewServer returns an MCP server with the demo tools registered.
@@ -37,6 +38,9 @@ func NewServer(name, version string) *server.MCPServer {
 			"they travel on its GET stream. Returns at once."),
 		mcp.WithNumber("count", mcp.Description("how many notifications (default 1)")),
 		mcp.WithNumber("bytes", mcp.Description("about how many bytes of payload each carries (default 0)")),
+		mcp.WithString("tag", mcp.Description(fmt.Sprintf(
+			"at most %d bytes, copied into each notification's data beside its seq (0..count-1), "+
+				"so a client can tell the notifications of each call apart and count duplicates", MaxTagBytes))),
 	), notifySession(s))
 	s.AddTool(mcp.NewTool("lifeline_progress",
 		mcp.WithDescription("Sends steps progress notifications (when the call has a progress token) "+
@@ -60,9 +64,10 @@ func notifySession(s *server.MCPServer) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		count := req.GetInt("count", 1)
 		size := req.GetInt("bytes", 0)
-		if count < 0 || count > MaxNotifyCount || size < 0 || size > MaxNotifyBytes {
+		tag := req.GetString("tag", "")
+		if count < 0 || count > MaxNotifyCount || size < 0 || size > MaxNotifyBytes || len(tag) > MaxTagBytes {
 			return mcp.NewToolResultError(fmt.Sprintf(
-				"count must be 0..%d and bytes 0..%d", MaxNotifyCount, MaxNotifyBytes)), nil
+				"count must be 0..%d, bytes 0..%d and tag at most %d bytes", MaxNotifyCount, MaxNotifyBytes, MaxTagBytes)), nil
 		}
 		session := server.ClientSessionFromContext(ctx)
 		if session == nil {
@@ -71,10 +76,14 @@ func notifySession(s *server.MCPServer) server.ToolHandlerFunc {
 		payload := strings.Repeat("x", size)
 		sent, refused := 0, 0
 		for i := range count {
+			data := map[string]any{"seq": i, "payload": payload}
+			if tag != "" {
+				data["tag"] = tag
+			}
 			err := s.SendNotificationToSpecificClient(session.SessionID(), "notifications/message", map[string]any{
 				"level":  "info",
 				"logger": "lifeline_notify_session",
-				"data":   map[string]any{"seq": i, "payload": payload},
+				"data":   data,
 			})
 			if err != nil {
 				refused++
