@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -77,6 +78,11 @@ func (s *session) stopPump() {
 	}
 }
 
+// runPump records each message it takes off the queues in the session's
+// log (a shared one, with replicas) before it forwards it, with its id:
+// a message forwarded to a stream that ends as it arrives, or held when
+// this replica goes away, is then still replayed by the client's resume
+// on any replica.
 func (s *session) runPump(done, stop chan struct{}) {
 	defer close(done)
 	idle := time.NewTimer(pumpIdle)
@@ -130,14 +136,15 @@ func (s *session) runPump(done, stop chan struct{}) {
 			s.handOver(done, pending)
 			return
 		case <-s.ctx.Done():
+			s.recordLeftovers(notes)
 			s.exitPump(done)
 			return
 		case n := <-notes:
 			if b := s.h.encodeNotification(s.id, n); b != nil {
-				pending = append(pending, carried{msg: b})
+				pending = append(pending, carried{msg: b, id: s.h.record(s, b)})
 			}
 		case m := <-reqs:
-			pending = append(pending, carried{msg: m})
+			pending = append(pending, carried{msg: m, id: s.h.record(s, m)})
 		case <-retry:
 			continue
 		case <-made:
@@ -179,6 +186,28 @@ func (s *session) handOver(done chan struct{}, pending []carried) {
 	defer s.mu.Unlock()
 	s.carry = append(pending, s.carry...)
 	s.clearPumpLocked(done)
+}
+
+// recordLeftovers, as a replica with a shared log shuts down, records the
+// notifications the session's queue still holds here (at most a queue's
+// worth): the session lives on elsewhere, and its client's next resume
+// replays them. (What the pump held was recorded as it took it; a server
+// request still queued is not: its caller, here, is going away.)
+func (s *session) recordLeftovers(notes chan mcp.JSONRPCNotification) {
+	if !s.h.shared || s.h.cfg.EventLog == nil || !errors.Is(context.Cause(s.ctx), errShutdown) {
+		return
+	}
+	ctx := context.WithoutCancel(s.ctx) // each store bounded by the write timeout
+	for {
+		select {
+		case n := <-notes:
+			if b := s.h.encodeNotification(s.id, n); b != nil {
+				s.h.recordOn(ctx, s, getStreamID, b)
+			}
+		default:
+			return
+		}
+	}
 }
 
 func (s *session) exitPump(done chan struct{}) {
