@@ -78,11 +78,6 @@ func (s *session) stopPump() {
 	}
 }
 
-// runPump records each message it takes off the queues in the session's
-// log (a shared one, with replicas) before it forwards it, with its id:
-// a message forwarded to a stream that ends as it arrives, or held when
-// this replica goes away, is then still replayed by the client's resume
-// on any replica.
 func (s *session) runPump(done, stop chan struct{}) {
 	defer close(done)
 	idle := time.NewTimer(pumpIdle)
@@ -141,10 +136,10 @@ func (s *session) runPump(done, stop chan struct{}) {
 			return
 		case n := <-notes:
 			if b := s.h.encodeNotification(s.id, n); b != nil {
-				pending = append(pending, carried{msg: b, id: s.h.record(s, b)})
+				pending = append(pending, carried{msg: b})
 			}
 		case m := <-reqs:
-			pending = append(pending, carried{msg: m, id: s.h.record(s, m)})
+			pending = append(pending, carried{msg: m})
 		case <-retry:
 			continue
 		case <-made:
@@ -191,8 +186,8 @@ func (s *session) handOver(done chan struct{}, pending []carried) {
 // recordLeftovers, as a replica with a shared log shuts down, records the
 // notifications the session's queue still holds here (at most a queue's
 // worth): the session lives on elsewhere, and its client's next resume
-// replays them. (What the pump held was recorded as it took it; a server
-// request still queued is not: its caller, here, is going away.)
+// replays them. (A server request still queued is not: its caller, here,
+// is going away.)
 func (s *session) recordLeftovers(notes chan mcp.JSONRPCNotification) {
 	if !s.h.shared || s.h.cfg.EventLog == nil || !errors.Is(context.Cause(s.ctx), errShutdown) {
 		return
