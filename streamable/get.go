@@ -323,15 +323,19 @@ func (h *Handler) runGet(g *getStream) {
 			h.log.Warn("lifeline: release stream lease", "session", logID(sess.id), "err", err)
 		}
 		// With replicas, only now that no pump sees this stream as the
-		// holder: stop listening, and keep what was sent to it and not
-		// written, for the next stream.
-		g.subs.close()
-		h.keepUnread(sess, g.subs.streamMessages())
+		// holder: stop listening to the session's bus, and keep what was
+		// sent to the stream and not written, for the next stream; its own
+		// topic is read a moment longer, for what pumps that read the
+		// lease before its release send it (cluster_linger.go).
 		sess.mu.Lock()
 		if sess.get == g {
 			sess.get = nil
 		}
 		sess.mu.Unlock()
+		if g.subs.session != nil {
+			g.subs.session.Close()
+			h.lingerTopic(sess, g.subs.stream)
+		}
 		if h.shared {
 			// The client may reconnect on another replica: what is left
 			// here, or sent as this stream ended, is forwarded to it once

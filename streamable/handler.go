@@ -74,9 +74,10 @@ type Handler struct {
 	getStreams   atomic.Int64
 	postStreams  atomic.Int64
 	refusedCount atomic.Int64
-	droppedCount atomic.Int64 // Stats.DroppedMessages
-	unrecorded   atomic.Int64 // messages the event log refused (resume.go)
-	postSignals  postSignals  // resumable POST streams: running here, resumers following (post_signals.go)
+	droppedCount atomic.Int64   // Stats.DroppedMessages
+	unrecorded   atomic.Int64   // messages the event log refused (resume.go)
+	postSignals  postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
+	lingers      sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting
 	streamSeq    atomic.Int64
 
 	stopSweep    chan struct{}

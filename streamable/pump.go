@@ -88,6 +88,11 @@ func (s *session) runPump(done, stop chan struct{}) {
 	s.setHeld(len(pending))
 	backoff := pumpIdle
 	for {
+		// What reached the carry-over since (an ended stream's lingering
+		// topic keeps what arrives there) goes first: it is older.
+		if c := s.takeCarry(); len(c) > 0 {
+			pending = append(c, pending...)
+		}
 		// Requests whose callers gave up are not forwarded, nor held.
 		pending = s.calls.prune(pending)
 		for len(pending) > 0 {
@@ -167,7 +172,7 @@ func (s *session) setHeld(n int) {
 func (s *session) pumpMayExit(done chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.queuedInQueues() > 0 || time.Since(s.pump.lastSend) < pumpIdle {
+	if s.queuedInQueues() > 0 || len(s.carry) > 0 || time.Since(s.pump.lastSend) < pumpIdle {
 		return false
 	}
 	s.clearPumpLocked(done)

@@ -97,6 +97,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 		}
 		err = waitAll(ctx, ended)
 	}
+	h.lingers.Wait() // each ends at once: stopSweep is closed
 	if h.sched != nil {
 		h.sched.Close()
 	}
