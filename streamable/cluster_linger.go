@@ -18,8 +18,11 @@ const forwardLinger = time.Second
 
 // lingerTopic reads an ended stream's topic for forwardLinger, keeping
 // what arrives, then closes it and keeps what it still holds. Its
-// goroutine ends early when the session ends; Shutdown waits for it, and
-// one that would start once Shutdown has begun does not (the topic is
+// goroutine ends early when the session ends, when a GET on this replica
+// claims the session's stream (stopLinger: what it kept is then in the
+// carry-over before that stream takes it; later forwards go to that
+// stream's own topic), and when Shutdown begins; Shutdown waits for it,
+// and one that would start once Shutdown has begun does not (the topic is
 // closed at once).
 func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription) {
 	h.mu.Lock()
@@ -30,8 +33,24 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription) {
 	}
 	h.lingers.Add(1)
 	h.mu.Unlock()
+	stop, done := make(chan struct{}), make(chan struct{})
+	sess.mu.Lock()
+	prev := sess.linger
+	sess.linger = lingering{stop: stop, done: done}
+	sess.mu.Unlock()
+	if prev.stop != nil {
+		close(prev.stop) // one lingers at a time: the newer topic is the one pumps may still name
+	}
 	go func() {
 		defer h.lingers.Done()
+		defer close(done)
+		defer func() {
+			sess.mu.Lock()
+			if sess.linger.done == done {
+				sess.linger = lingering{}
+			}
+			sess.mu.Unlock()
+		}()
 		defer h.closeTopic(sess, topic)
 		t := time.NewTimer(forwardLinger)
 		defer t.Stop()
@@ -46,6 +65,8 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription) {
 				sess.ensurePump(false)
 			case <-t.C:
 				return
+			case <-stop:
+				return
 			case <-sess.ctx.Done():
 				return
 			case <-h.stopSweep: // Shutdown began
@@ -53,6 +74,38 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription) {
 			}
 		}
 	}()
+}
+
+// lingering is a session's lingering topic (lingerTopic), if any.
+type lingering struct {
+	stop chan struct{} // closed to end it early (stopLinger)
+	done chan struct{} // closed once it has ended
+}
+
+// stopLinger ends the session's lingering topic, if any, and waits for it
+// (bounded by the cleanup timeout), so that what it kept is in the
+// carry-over. claimGet calls it once the new stream holds the slot (no
+// linger starts meanwhile for this session: only an ending stream starts
+// one).
+func (s *session) stopLinger() {
+	s.mu.Lock()
+	l := s.linger
+	if l.stop != nil {
+		s.linger.stop = nil
+	}
+	s.mu.Unlock()
+	if l.done == nil {
+		return
+	}
+	if l.stop != nil {
+		close(l.stop)
+	}
+	t := time.NewTimer(s.h.cfg.CleanupTimeout)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
 }
 
 // closeTopic closes an ended stream's topic and keeps what it still holds

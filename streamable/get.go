@@ -184,6 +184,9 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 	// A pump forwarding this session's messages elsewhere stops, and what
 	// it holds goes ahead of the queues, for this stream.
 	sess.stopPump()
+	// So does an ended stream's lingering topic: what it kept goes to the
+	// carry-over, which this stream writes first.
+	sess.stopLinger()
 	return g, nil, nil
 }
 

@@ -65,6 +65,7 @@ type session struct {
 	posts   map[*sseStream]struct{}
 	work    int           // running POST requests
 	resumes int           // open resumed POST streams (resume_post.go)
+	linger  lingering     // an ended stream's topic still read (cluster_linger.go)
 	letGo   int           // running requests whose response was let go of (post_resume.go)
 	running *postStream   // the running requests, linked by prevWork/nextWork
 	idle    chan struct{} // closed when work drops to zero while terminating
