@@ -16,31 +16,50 @@ import (
 // holder). A second covers a store round trip many times over.
 const forwardLinger = time.Second
 
-// lingerTopic reads an ended stream's topic for forwardLinger, keeping
-// what arrives, then closes it and keeps what it still holds. Its
-// goroutine ends early when the session ends, when a GET on this replica
-// claims the session's stream (stopLinger: what it kept is then in the
-// carry-over before that stream takes it; later forwards go to that
-// stream's own topic), and when Shutdown begins; Shutdown waits for it,
-// and one that would start once Shutdown has begun does not (the topic is
-// closed at once).
-func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription) {
-	h.mu.Lock()
-	if h.shutting {
+// freeSlot frees the session's stream slot g held and, when g has a topic
+// and Shutdown has not begun, registers that topic's linger in the same
+// step (under the session's lock), so a GET that claims the slot next
+// always finds the linger to stop (stopLinger) and writes what it kept:
+// registered later, a linger could start after that GET took the
+// carry-over, and keep what arrives where no stream reads it while that
+// GET lives. It reports whether the caller must start the linger
+// (lingerTopic) once g's bus subscription is closed.
+func (h *Handler) freeSlot(g *getStream) (l lingering, ok bool) {
+	sess := g.sess
+	if g.subs.session != nil {
+		h.mu.Lock()
+		if ok = !h.shutting; ok {
+			h.lingers.Add(1)
+		}
 		h.mu.Unlock()
-		h.closeTopic(sess, topic)
-		return
 	}
-	h.lingers.Add(1)
-	h.mu.Unlock()
-	stop, done := make(chan struct{}), make(chan struct{})
+	var prev lingering
 	sess.mu.Lock()
-	prev := sess.linger
-	sess.linger = lingering{stop: stop, done: done}
+	if sess.get == g {
+		sess.get = nil
+	}
+	if ok {
+		prev = sess.linger
+		l = lingering{stop: make(chan struct{}), done: make(chan struct{})}
+		sess.linger = l
+	}
 	sess.mu.Unlock()
 	if prev.stop != nil {
 		close(prev.stop) // one lingers at a time: the newer topic is the one pumps may still name
 	}
+	return l, ok
+}
+
+// lingerTopic reads an ended stream's topic for forwardLinger, keeping
+// what arrives, then closes it and keeps what it still holds; l is the
+// linger freeSlot registered. Its goroutine ends early when the session
+// ends, when a GET on this replica claims the session's stream
+// (stopLinger: what it kept is then in the carry-over before that stream
+// takes it; later forwards go to that stream's own topic), and when
+// Shutdown begins; Shutdown waits for it (freeSlot counted it before
+// Shutdown began; once it has, the topic is closed at once instead).
+func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l lingering) {
+	stop, done := l.stop, l.done
 	go func() {
 		defer h.lingers.Done()
 		defer close(done)
@@ -85,8 +104,8 @@ type lingering struct {
 // stopLinger ends the session's lingering topic, if any, and waits for it
 // (bounded by the cleanup timeout), so that what it kept is in the
 // carry-over. claimGet calls it once the new stream holds the slot (no
-// linger starts meanwhile for this session: only an ending stream starts
-// one).
+// linger is registered meanwhile for this session: only an ending stream
+// registers one, as it frees the slot).
 func (s *session) stopLinger() {
 	s.mu.Lock()
 	l := s.linger

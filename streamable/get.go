@@ -330,14 +330,14 @@ func (h *Handler) runGet(g *getStream) {
 		// sent to the stream and not written, for the next stream; its own
 		// topic is read a moment longer, for what pumps that read the
 		// lease before its release send it (cluster_linger.go).
-		sess.mu.Lock()
-		if sess.get == g {
-			sess.get = nil
-		}
-		sess.mu.Unlock()
+		l, lingers := h.freeSlot(g)
 		if g.subs.session != nil {
 			g.subs.session.Close()
-			h.lingerTopic(sess, g.subs.stream)
+			if lingers {
+				h.lingerTopic(sess, g.subs.stream, l)
+			} else {
+				h.closeTopic(sess, g.subs.stream) // Shutdown has begun
+			}
 		}
 		if h.shared {
 			// The client may reconnect on another replica: what is left
