@@ -20,6 +20,8 @@ import (
 type gatedBusStore struct {
 	sessionstore.Store
 	mark    atomic.Bool
+	markT   atomic.Bool                               // the next SubscribeTopic is kept in topic
+	topic   atomic.Pointer[sessionstore.Subscription] // the first stream's topic
 	entered chan struct{}
 	release chan struct{}
 }
@@ -30,6 +32,14 @@ func (s *gatedBusStore) Subscribe(ctx context.Context, id string) (sessionstore.
 		return sub, err
 	}
 	return &gatedSub{Subscription: sub, s: s}, nil
+}
+
+func (s *gatedBusStore) SubscribeTopic(ctx context.Context, id, topic string) (sessionstore.Subscription, error) {
+	sub, err := s.Store.SubscribeTopic(ctx, id, topic)
+	if err == nil && s.markT.CompareAndSwap(true, false) {
+		s.topic.Store(&sub)
+	}
+	return sub, err
 }
 
 type gatedSub struct {
@@ -75,7 +85,8 @@ func TestClusterReconnectDuringStreamEndGetsWhatTheLingerKeeps(t *testing.T) {
 	cl := c.session(0)
 	ctx := testutil.Context(t, 3*wait)
 
-	gs.mark.Store(true) // the first stream's bus subscription
+	gs.mark.Store(true)  // the first stream's bus subscription
+	gs.markT.Store(true) // and its topic
 	s1 := c.stream(cl)
 	old, ok, err := store.StreamHolder(ctx, cl.SessionID)
 	if err != nil || !ok {
@@ -113,6 +124,17 @@ func TestClusterReconnectDuringStreamEndGetsWhatTheLingerKeeps(t *testing.T) {
 	const note = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"sent-to-the-old-stream"}}`
 	if err := store.PublishTopic(ctx, cl.SessionID, old.Holder, []byte(note)); err != nil {
 		t.Fatalf("PublishTopic to the old stream: %v", err)
+	}
+	// Redis delivers it to the old topic's buffer; wait until it is there.
+	topic := gs.topic.Load()
+	if topic == nil {
+		t.Fatal("the first stream's topic was not seen")
+	}
+	for len((*topic).Messages()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the message did not reach the old stream's topic")
+		}
+		time.Sleep(5 * time.Millisecond) // bounded poll of the buffer
 	}
 	releaseClose()
 	var o opened
