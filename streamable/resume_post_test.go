@@ -368,3 +368,41 @@ func TestResumeFromThePrimingEventGetsEverythingTheStreamCarried(t *testing.T) {
 	pr.until(ctx, resumed, -1)
 	pr.check(steps, "5")
 }
+
+// A session holds at most 32 resumed request streams at once: the 33rd
+// GET resuming one gets 409 with a JSON-RPC error saying so, and the
+// others are untouched (the request still answers on each of them).
+func TestResumedRequestStreamsOfASessionAreBounded(t *testing.T) {
+	const bound = 32
+	step := make(chan struct{})
+	r := newRig(t, streamable.Config{}, steppedTool(1, step))
+	c := r.session()
+	ctx := testutil.Context(t, wait)
+	call := callStepped(t, ctx, c, 9)
+	pr := &postReader{t: t, ids: map[string]bool{}}
+	step <- struct{}{}
+	pr.until(ctx, call, 1)
+	resumers := make([]*testutil.Stream, 0, bound)
+	for range bound {
+		s := openResume(t, c, pr.lastID)
+		wantStatus(t, "a resume within the bound", s.Status, http.StatusOK, s.Body)
+		resumers = append(resumers, s)
+	}
+	over := openResume(t, c, pr.lastID)
+	wantStatus(t, "the resume past the bound", over.Status, http.StatusConflict, over.Body)
+	if !strings.Contains(string(over.Body), "32 resumed request streams") {
+		t.Fatalf("body %s does not say what was wrong", over.Body)
+	}
+	step <- struct{}{} // the answer
+	for i, s := range resumers {
+		for {
+			m, err := s.NextMessage(ctx)
+			if err != nil {
+				t.Fatalf("resumer %d: %v", i, err)
+			}
+			if m.Method == "" {
+				break
+			}
+		}
+	}
+}
