@@ -332,43 +332,6 @@ func TestLetGoRequestIsCancelledAfterAnIdleTTL(t *testing.T) {
 	}
 }
 
-// A response that becomes a stream with its first message records its
-// priming event before that message: a client that got only the priming
-// event resumes from it and gets everything the stream carried.
-func TestResumeFromThePrimingEventGetsEverythingTheStreamCarried(t *testing.T) {
-	const steps = 3
-	step := make(chan struct{})
-	r := newRig(t, streamable.Config{HeartbeatInterval: defaultHeartbeat}, steppedTool(steps, step))
-	proxy := testutil.StartFaultProxy(t, testutil.FaultProxyConfig{Backends: []string{r.ts.URL}})
-	c := testutil.NewClient(proxy.URL())
-	ctx := testutil.Context(t, wait)
-	if _, err := c.Initialize(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Progress 1 opens the stream (its headers come with it), after its
-	// priming event.
-	go func() {
-		select {
-		case step <- struct{}{}:
-		case <-ctx.Done():
-		}
-	}()
-	call := callStepped(t, ctx, c, 5)
-	first, err := call.Next(ctx)
-	if err != nil || !first.IsPriming() {
-		t.Fatalf("first event %+v (%v), want the priming event", first, err)
-	}
-	proxy.CutAll()
-	for range steps {
-		step <- struct{}{}
-	}
-	pr := &postReader{t: t, ids: map[string]bool{first.ID: true}}
-	resumed := openResume(t, c, first.ID)
-	wantStatus(t, "GET resuming from the priming event", resumed.Status, http.StatusOK, resumed.Body)
-	pr.until(ctx, resumed, -1)
-	pr.check(steps, "5")
-}
-
 // A session holds at most 32 resumed request streams at once: the 33rd
 // GET resuming one gets 409 with a JSON-RPC error saying so, and the
 // others are untouched (the request still answers on each of them).
