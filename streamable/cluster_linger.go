@@ -17,7 +17,7 @@ import (
 const forwardLinger = time.Second
 
 // freeSlot frees the session's stream slot g held and, when g has a topic
-// and Shutdown has not begun, registers that topic's linger in the same
+// and Shutdown has not begun (or drains, and the drain goes on), registers that topic's linger in the same
 // step (under the session's lock), so a GET that claims the slot next
 // always finds the linger to stop (stopLinger) and writes what it kept:
 // registered later, a linger could start after that GET took the
@@ -28,7 +28,7 @@ func (h *Handler) freeSlot(g *getStream) (l lingering, ok bool) {
 	sess := g.sess
 	if g.subs.session != nil {
 		h.mu.Lock()
-		if ok = !h.shutting; ok {
+		if ok = !h.shutting || sess.draining(); ok {
 			h.lingers.Add(1)
 		}
 		h.mu.Unlock()
@@ -88,7 +88,7 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 				return
 			case <-sess.ctx.Done():
 				return
-			case <-h.stopSweep: // Shutdown began
+			case <-h.lingerEnd(): // Shutdown began, or its drain ended
 				return
 			}
 		}

@@ -77,10 +77,11 @@ type Handler struct {
 	droppedCount atomic.Int64   // Stats.DroppedMessages
 	unrecorded   atomic.Int64   // messages the event log refused (resume.go)
 	postSignals  postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
-	lingers      sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting
+	lingers      sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq    atomic.Int64
 
 	stopSweep    chan struct{}
+	drainEnd     chan struct{} // closed when a draining Shutdown's requests are done (cluster_drain.go)
 	sweepDone    chan struct{}
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -102,6 +103,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		sessions:  make(map[string]*session),
 		adopting:  make(map[string]*adoption),
 		stopSweep: make(chan struct{}),
+		drainEnd:  make(chan struct{}),
 		sweepDone: make(chan struct{}),
 		shared:    isShared(cfg.Store),
 	}

@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,14 +38,16 @@ type pumpState struct {
 // for the client's next GET wherever it lands. It exits when nothing is
 // held and the queues stay empty for pumpIdle; when a GET on this replica
 // claims the stream (stopPump: what it holds goes to the carry-over, ahead
-// of the queues); and when the session ends, which waits for it.
+// of the queues); and when the session ends, which waits for it. While this
+// replica drains (cluster_drain.go) it goes on forwarding what the running
+// requests send, and hands what it holds over when the drain ends.
 func (s *session) ensurePump(announced bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if announced {
 		s.pump.lastSend = time.Now()
 	}
-	if s.pump.done != nil || s.get != nil || !s.active() {
+	if s.pump.done != nil || s.get != nil || (!s.active() && !s.draining()) {
 		return
 	}
 	s.pump.done = make(chan struct{})
@@ -87,6 +88,14 @@ func (s *session) runPump(done, stop chan struct{}) {
 	pending := s.takeCarry()
 	s.setHeld(len(pending))
 	backoff := pumpIdle
+	// The session's end stops the pump, unless this replica is draining:
+	// the session lives on elsewhere and the running requests here still
+	// send to it, so it goes on until the drain ends (drainEnd).
+	ended, fwdCtx := s.ctx.Done(), s.ctx
+	var drainEnd <-chan struct{}
+	if s.draining() {
+		ended, drainEnd, fwdCtx = nil, s.h.drainEnd, context.WithoutCancel(s.ctx)
+	}
 	for {
 		// What reached the carry-over since (an ended stream's lingering
 		// topic keeps what arrives there) goes first: it is older.
@@ -97,7 +106,7 @@ func (s *session) runPump(done, stop chan struct{}) {
 		pending = s.calls.prune(pending)
 		for len(pending) > 0 {
 			if m := pending[0].msg; s.calls.take(m) {
-				if !s.forward(encodeForwarded(pending[0])) {
+				if !s.forward(fwdCtx, encodeForwarded(pending[0])) {
 					if s.calls.keepAfterFailure(m) {
 						break // first in line for the next try
 					}
@@ -135,9 +144,19 @@ func (s *session) runPump(done, stop chan struct{}) {
 		case <-stop:
 			s.handOver(done, pending)
 			return
-		case <-s.ctx.Done():
-			s.recordLeftovers(notes)
-			s.exitPump(done)
+		case <-ended:
+			if s.draining() {
+				ended, drainEnd = nil, s.h.drainEnd
+				fwdCtx = context.WithoutCancel(s.ctx) // each forward bounded by the cleanup timeout
+				continue
+			}
+			// What it holds stays in the carry-over: a drain that just
+			// ended forwards or records it (flushDrained); otherwise the
+			// session is gone with it.
+			s.handOver(done, pending)
+			return
+		case <-drainEnd:
+			s.handOver(done, pending)
 			return
 		case n := <-notes:
 			if b := s.h.encodeNotification(s.id, n); b != nil {
@@ -188,34 +207,6 @@ func (s *session) handOver(done chan struct{}, pending []carried) {
 	s.clearPumpLocked(done)
 }
 
-// recordLeftovers, as a replica with a shared log shuts down, records the
-// notifications the session's queue still holds here (at most a queue's
-// worth): the session lives on elsewhere, and its client's next resume
-// replays them. (A server request still queued is not: its caller, here,
-// is going away.)
-func (s *session) recordLeftovers(notes chan mcp.JSONRPCNotification) {
-	if !s.h.shared || s.h.cfg.EventLog == nil || !errors.Is(context.Cause(s.ctx), errShutdown) {
-		return
-	}
-	ctx := context.WithoutCancel(s.ctx) // each store bounded by the write timeout
-	for {
-		select {
-		case n := <-notes:
-			if b := s.h.encodeNotification(s.id, n); b != nil {
-				s.h.recordOn(ctx, s, getStreamID, b)
-			}
-		default:
-			return
-		}
-	}
-}
-
-func (s *session) exitPump(done chan struct{}) {
-	s.mu.Lock()
-	s.clearPumpLocked(done)
-	s.mu.Unlock()
-}
-
 func (s *session) clearPumpLocked(done chan struct{}) {
 	if s.pump.done == done {
 		s.pump.done, s.pump.stop, s.pump.held = nil, nil, 0
@@ -227,8 +218,9 @@ func (s *session) clearPumpLocked(done chan struct{}) {
 // ignores it). It reports false, leaving msg to the caller, when no other
 // replica holds the stream, when nobody listens on the session's bus (the
 // holder died and its lease has not lapsed yet), or when the store fails.
-func (s *session) forward(msg []byte) bool {
-	ctx, cancel := context.WithTimeout(s.ctx, s.h.cfg.CleanupTimeout)
+// Its store calls are bounded by the cleanup timeout and end with parent.
+func (s *session) forward(parent context.Context, msg []byte) bool {
+	ctx, cancel := context.WithTimeout(parent, s.h.cfg.CleanupTimeout)
 	defer cancel()
 	lease, held, err := s.h.cfg.Store.StreamHolder(ctx, s.id)
 	if err == nil && held && !s.h.isLocalHolder(lease.Holder) {
@@ -236,7 +228,7 @@ func (s *session) forward(msg []byte) bool {
 			return true
 		}
 	}
-	if err != nil && s.ctx.Err() == nil && !isGone(err) {
+	if err != nil && parent.Err() == nil && !isGone(err) {
 		s.h.log.Debug("lifeline: forwarding a message to the stream's replica failed; kept for a retry",
 			"session", logID(s.id), "err", err)
 	}

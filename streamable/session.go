@@ -369,8 +369,8 @@ func (s *session) beginTerminate(cause error, graceful bool) (started bool, exit
 		s.idle = make(chan struct{})
 		exits = append(exits, s.idle)
 	}
-	if s.pump.done != nil {
-		exits = append(exits, s.pump.done)
+	if s.pump.done != nil && !(graceful && s.h.drainsToReplicas()) {
+		exits = append(exits, s.pump.done) // a drain's pumps end with it (cluster_drain.go)
 	}
 	if s.watch.done != nil {
 		exits = append(exits, s.watch.done)

@@ -78,6 +78,9 @@ func (h *Handler) shutdown(ctx context.Context) error {
 			s.interruptPosts(errShutdown)
 		}
 	}
+	if h.drainsToReplicas() {
+		h.endDrain(ctx, begun)
+	}
 	if h.bcastCancel != nil {
 		h.bcastCancel() // cuts a publication or subscription in progress short
 	}

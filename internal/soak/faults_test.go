@@ -21,9 +21,8 @@ import (
 // delivers every notification once. The first connection stalls at the
 // proxy after a few notifications, until the holder has recorded all 200,
 // and is then cut; the next two are cut in the middle of an event of
-// their replay. (Calls that send while the stream moves between replicas
-// can lose a message the pump forwards to the old holder as it leaves:
-// a known gap, TestLiveNotificationsAcrossAStreamMove.)
+// their replay. (Calls that send while the stream moves between replicas:
+// TestLiveNotificationsAcrossAStreamMoveAllArrive.)
 func TestGetStreamCutWhileNotificationsFlowLosesNothing(t *testing.T) {
 	reps, rs := startReplicas(t, 3, testutil.FaultProxyConfig{})
 	log := sharedLog(t, rs, reps)
