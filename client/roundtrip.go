@@ -1,0 +1,100 @@
+package lifelineclient
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// roundTripper is the http.RoundTripper mcp-go's transport sends through:
+// it makes SSE responses resumable (resumableBody) and sends a POST that
+// never reached the server once more.
+type roundTripper struct {
+	base   http.RoundTripper
+	policy ResumePolicy
+	logger *slog.Logger
+}
+
+// RoundTrip sends req; see roundTripper.
+func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.send(req)
+	if err != nil {
+		return nil, err
+	}
+	if !rt.resumable(req, resp) {
+		return resp, nil
+	}
+	b := &resumableBody{rt: rt, req: req, body: resp.Body, get: req.Method == http.MethodGet}
+	b.scan.max = rt.policy.MaxEventBytes
+	b.scan.lastID = req.Header.Get("Last-Event-ID")
+	b.scan.reset(resp.Body)
+	resp.Body = b
+	return resp, nil
+}
+
+// send is the base RoundTrip, once more for a POST that failed before it
+// was written whole: the server never had the request, so sending it again
+// cannot run it twice.
+func (rt *roundTripper) send(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return rt.base.RoundTrip(req)
+	}
+	wrote := false
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) { wrote = info.Err == nil }}
+	first := req.Clone(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := rt.base.RoundTrip(first)
+	if err == nil || wrote || req.Context().Err() != nil {
+		return resp, err
+	}
+	body, berr := req.GetBody()
+	if berr != nil {
+		return nil, err
+	}
+	rt.logger.Info("lifelineclient: a POST never reached the server; sending it again", "err", err)
+	again := req.Clone(req.Context())
+	again.Body = body
+	resp, err2 := rt.base.RoundTrip(again)
+	if err2 != nil {
+		return nil, fmt.Errorf("sent again after %v: %w", err, err2)
+	}
+	return resp, nil
+}
+
+// resumable reports whether resp is an SSE stream that can be resumed: a
+// GET stream, or a POST's on a session-era protocol version (2026-07-28
+// has no resumability).
+func (rt *roundTripper) resumable(req *http.Request, resp *http.Response) bool {
+	if rt.policy.Attempts < 0 || resp.StatusCode != http.StatusOK {
+		return false
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return false
+	}
+	return req.Method == http.MethodGet ||
+		req.Method == http.MethodPost && !mcp.IsModernProtocol(req.Header.Get(transport.HeaderKeyProtocolVersion))
+}
+
+// errStreamGone fails a stream whose resumption the server refused.
+var errStreamGone = errors.New("the server refused to resume the stream")
+
+// resumeRequest returns the GET that resumes req's stream from lastID: the
+// same headers (session, protocol version, authorization, the caller's),
+// Accept text/event-stream and Last-Event-ID.
+func resumeRequest(req *http.Request, lastID string) *http.Request {
+	g := req.Clone(req.Context())
+	g.Method = http.MethodGet
+	g.Body = nil
+	g.GetBody = nil
+	g.ContentLength = 0
+	g.Header.Del("Content-Type")
+	g.Header.Del("Content-Length")
+	g.Header.Set("Accept", "text/event-stream")
+	g.Header.Set("Last-Event-ID", lastID)
+	return g
+}
