@@ -248,7 +248,6 @@ func (c *conn) echo(text string) {
 	}
 }
 
-
 // peekMethod returns the JSON-RPC method of a POST, leaving its body to
 // be read again.
 func peekMethod(r *http.Request) string {
