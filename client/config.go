@@ -86,6 +86,8 @@ type Config struct {
 	// Resume says how broken streams are resumed.
 	Resume ResumePolicy
 	// Logger receives what the transport does about lost sessions and
-	// broken streams. Default slog.Default().
+	// broken streams; when set, it is also mcp-go's transport's logger
+	// (transport.WithHTTPLogger among the options overrides that).
+	// Default slog.Default().
 	Logger *slog.Logger
 }

@@ -69,8 +69,11 @@ func NewClient(serverURL string, options ...transport.StreamableHTTPCOption) (*c
 // c.HTTPClient instead.
 func (c Config) NewStreamableHTTP(serverURL string, options ...transport.StreamableHTTPCOption) (*Transport, error) {
 	c.Resume = c.Resume.effective()
+	var first []transport.StreamableHTTPCOption
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	} else {
+		first = append(first, transport.WithHTTPLogger(c.Logger))
 	}
 	base := c.HTTPClient
 	if base == nil {
@@ -82,7 +85,7 @@ func (c Config) NewStreamableHTTP(serverURL string, options ...transport.Streama
 	}
 	hc := *base
 	hc.Transport = &roundTripper{base: rt, policy: c.Resume, logger: c.Logger}
-	opts := append([]transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&hc)}, options...)
+	opts := append(append(first, transport.WithHTTPBasicClient(&hc)), options...)
 	inner, err := transport.NewStreamableHTTP(serverURL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("lifelineclient: %w", err)
