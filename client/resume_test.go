@@ -58,7 +58,9 @@ func TestCutCallStreamIsResumed(t *testing.T) {
 	c.echo("warmup")
 	const steps = 40
 	p.Arm(testutil.Fault{
-		Match:    func(ci testutil.ConnInfo) bool { return ci.Method == http.MethodGet || ci.Method == http.MethodPost && ci.Requests > 0 },
+		Match: func(ci testutil.ConnInfo) bool {
+			return ci.Method == http.MethodGet || ci.Method == http.MethodPost && ci.Requests > 0
+		},
 		After:    700,
 		MidEvent: true,
 		Times:    3,
