@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,4 +188,16 @@ func TestStateless404IsAnOrdinaryError(t *testing.T) {
 		t.Fatalf("initialize POSTs: %d, want 1 (no re-initialize without a session)", got)
 	}
 	c.echo("after")
+}
+
+// The HTTP client must come through Config: mcp-go's option would bypass
+// the resuming round tripper.
+func TestHTTPBasicClientOptionIsRefused(t *testing.T) {
+	_, err := lifelineclient.NewStreamableHTTP("http://127.0.0.1:1/mcp", transport.WithHTTPBasicClient(&http.Client{}))
+	if err == nil || !strings.Contains(err.Error(), "Config.HTTPClient") {
+		t.Fatalf("error %v, want one naming Config.HTTPClient", err)
+	}
+	if _, err := lifelineclient.NewStreamableHTTP("http://127.0.0.1:1/mcp", transport.WithHTTPTimeout(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 }
