@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,18 +39,23 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// send is the base RoundTrip, once more for a POST that failed before it
-// was written whole: the server never had the request, so sending it again
-// cannot run it twice.
+// send is the base RoundTrip, once more for a POST that never reached the
+// server: no connection was had for it, or writing it failed (the server
+// cannot have had it whole), so sending it again cannot run it twice.
+// (net/http itself sends again one that found a kept-alive connection
+// closed before anything was written.)
 func (rt *roundTripper) send(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.GetBody == nil {
 		return rt.base.RoundTrip(req)
 	}
-	wrote := false
-	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) { wrote = info.Err == nil }}
+	var gotConn, writeFailed atomic.Bool
+	trace := &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { gotConn.Store(true) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) { writeFailed.Store(info.Err != nil) },
+	}
 	first := req.Clone(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := rt.base.RoundTrip(first)
-	if err == nil || wrote || req.Context().Err() != nil {
+	if err == nil || gotConn.Load() && !writeFailed.Load() || req.Context().Err() != nil {
 		return resp, err
 	}
 	body, berr := req.GetBody()

@@ -200,4 +200,10 @@ func TestHTTPBasicClientOptionIsRefused(t *testing.T) {
 	if _, err := lifelineclient.NewStreamableHTTP("http://127.0.0.1:1/mcp", transport.WithHTTPTimeout(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := lifelineclient.NewClient("http://127.0.0.1:1/mcp", transport.WithHTTPBasicClient(&http.Client{})); err == nil {
+		t.Fatal("NewClient took transport.WithHTTPBasicClient")
+	}
+	if c, err := lifelineclient.NewClient("http://127.0.0.1:1/mcp"); err != nil || c == nil {
+		t.Fatalf("NewClient: %v", err)
+	}
 }
