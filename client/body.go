@@ -92,11 +92,13 @@ func (b *resumableBody) resume(cause error) error {
 			t.Stop()
 			return ctx.Err()
 		}
-		resp, err := b.rt.base.RoundTrip(resumeRequest(b.req, b.scan.lastID))
+		g := resumeRequest(b.req, b.scan.lastID)
+		resp, err := b.rt.base.RoundTrip(g)
 		if err != nil {
 			cause = err
 			continue
 		}
+		b.rt.watch(g, resp.StatusCode)
 		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 		if resp.StatusCode == http.StatusOK && mt == "text/event-stream" {
 			if !b.swap(resp.Body) {

@@ -21,7 +21,10 @@
 //     from one lost session share one initialize. A second 404 for the same
 //     call, or a failed re-initialize, is returned; nothing loops. A 404
 //     with no session held (a stateless server) and any 404 on 2026-07-28
-//     are ordinary errors.
+//     are ordinary errors. A GET stream answered 404 on the session it
+//     had been open on starts a new session the same way, so a client that
+//     only listens recovers too (a GET that never opened may get 404 from a
+//     server without the stream, and is left to mcp-go).
 //   - After a new session, Config.OnSessionReplaced is called with the old
 //     and new ids, notifications/tools/list_changed, resources/list_changed
 //     and prompts/list_changed are delivered to the client's notification

@@ -95,3 +95,23 @@ func TestNewSessionKeepsStreamAndHandlers(t *testing.T) {
 	notifyAndWait(t, c, "second", 3)
 	testutil.Eventually(t, wait, "the GET stream on the new session", func() bool { return l.h.Stats().GetStreams == 1 })
 }
+
+// A client that only listens learns of a lost session from its GET stream
+// (404 on the session it was open on) and starts a new one with no call
+// of its own; the stream reopens on it.
+func TestIdleListenerGetsNewSession(t *testing.T) {
+	l := newLifeline(t, streamable.Config{})
+	c := connect(t, l.ts.URL, lifelineclient.Config{Resume: fastResume},
+		[]transport.StreamableHTTPCOption{transport.WithContinuousListening()})
+	notifyAndWait(t, c, "first", 2)
+	old := c.tr.GetSessionId()
+	deleteSession(t, l.ts.URL, old)
+	c.notes.waitFor(t, "the synthesized tools/list_changed", func() bool {
+		return c.notes.count(mcp.MethodNotificationToolsListChanged) == 1
+	})
+	wantReplacedOnce(t, l.cnt, c, old)
+	if got := l.cnt.get("tools/call"); got != 1 {
+		t.Fatalf("tools/call POSTs: %d, want 1 (the client made no call since)", got)
+	}
+	notifyAndWait(t, c, "second", 2)
+}

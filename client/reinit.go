@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 
 // reinitTimeout bounds one re-initialize (initialize, then
 // notifications/initialized). It runs apart from the call that started
-// it, so that that call's caller leaving does not fail the others.
+// it, so that that call's caller leaving does not fail the others, and
+// ends with Close.
 const reinitTimeout = 30 * time.Second
 
 // listChanged are the notifications delivered after a new session.
@@ -99,7 +101,7 @@ func (t *Transport) replace(ctx context.Context, gen uint64) error {
 		t.flight = f
 		t.reinits++
 		init, old, n := *t.init, t.session, t.reinits
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reinitTimeout)
+		fctx, cancel := context.WithTimeout(t.life, reinitTimeout)
 		go func() {
 			defer cancel()
 			t.fly(fctx, f, init, old, n)
@@ -157,6 +159,12 @@ func (t *Transport) reinitialize(ctx context.Context, init transport.JSONRPCRequ
 	req := init
 	req.ID = mcp.NewRequestId("lifeline-reinit-" + strconv.FormatUint(n, 10))
 	req.Header = init.Header.Clone()
+	if req.Header == nil {
+		req.Header = make(http.Header)
+	}
+	// The dead session's id may still be mcp-go's: the round tripper
+	// takes it off this initialize (and this header with it).
+	req.Header.Set(reinitHeader, "1")
 	resp, err := t.inner.SendRequest(ctx, req)
 	if err != nil {
 		return "", "", fmt.Errorf("initialize: %w", err)
@@ -176,4 +184,21 @@ func (t *Transport) reinitialize(ctx context.Context, init transport.JSONRPCRequ
 		return "", "", fmt.Errorf("notifications/initialized: %w", err)
 	}
 	return t.inner.GetSessionId(), version, nil
+}
+
+// sessionGone is told by the round tripper that the server answered 404 to
+// a GET stream on session id that had been open (or was being resumed):
+// the server forgot the session, and a client that only listens would
+// never learn it from a request. If id is the current session, a new one
+// is started as for a request's 404.
+func (t *Transport) sessionGone(id string) {
+	t.mu.Lock()
+	ok := id != "" && id == t.session && t.init != nil && !mcp.IsModernProtocol(t.version) && t.life.Err() == nil
+	gen := t.gen
+	t.mu.Unlock()
+	if !ok {
+		return
+	}
+	t.logger.Info("lifelineclient: the GET stream found the session gone; starting a new one")
+	go func() { _ = t.replace(t.life, gen) }()
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -20,13 +21,31 @@ type roundTripper struct {
 	base   http.RoundTripper
 	policy ResumePolicy
 	logger *slog.Logger
+	// gone is told of a session whose GET stream got 404 after it had
+	// been open; set before the first request.
+	gone func(session string)
+
+	mu     sync.Mutex
+	opened string // the last session a GET stream opened on
 }
+
+// reinitHeader marks the initialize a Transport sends to replace a lost
+// session; the round tripper sends it without it and without a session id.
+const reinitHeader = "X-Lifelineclient-Reinitialize"
 
 // RoundTrip sends req; see roundTripper.
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get(reinitHeader) != "" {
+		req = req.Clone(req.Context())
+		req.Header.Del(reinitHeader)
+		req.Header.Del(transport.HeaderKeySessionID)
+	}
 	resp, err := rt.send(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.Method == http.MethodGet {
+		rt.watch(req, resp.StatusCode)
 	}
 	if !rt.resumable(req, resp) {
 		return resp, nil
@@ -70,6 +89,32 @@ func (rt *roundTripper) send(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("sent again after %v: %w", err, err2)
 	}
 	return resp, nil
+}
+
+// watch notes, from a GET's status, a session its stream opened on, and
+// tells gone of one that got 404 after its stream had been open (or on a
+// resume). A GET that was never open may get 404 from a server that does
+// not offer the stream, which is not a lost session.
+func (rt *roundTripper) watch(req *http.Request, status int) {
+	id := req.Header.Get(transport.HeaderKeySessionID)
+	if id == "" {
+		return
+	}
+	rt.mu.Lock()
+	switch status {
+	case http.StatusOK:
+		rt.opened = id
+	case http.StatusNotFound:
+		if id != rt.opened && req.Header.Get("Last-Event-ID") == "" {
+			id = ""
+		}
+	default:
+		id = ""
+	}
+	rt.mu.Unlock()
+	if status == http.StatusNotFound && id != "" && rt.gone != nil {
+		rt.gone(id)
+	}
 }
 
 // resumable reports whether resp is an SSE stream that can be resumed: a

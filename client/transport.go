@@ -38,6 +38,10 @@ type Transport struct {
 	version string  // the negotiated protocol version
 	flight  *flight // the re-initialize in progress, if any
 	reinits uint64  // re-initializes sent, for request ids
+
+	// life ends with Close: it bounds re-initializes.
+	life context.Context
+	end  context.CancelFunc
 }
 
 // flight is one re-initialize that concurrent calls share: done is closed
@@ -93,7 +97,10 @@ func (c Config) NewStreamableHTTP(serverURL string, options ...transport.Streama
 	if !usesClient(inner, &hc) {
 		return nil, errors.New("lifelineclient: the options set the HTTP client (transport.WithHTTPBasicClient); give it as Config.HTTPClient, so that its streams can be resumed")
 	}
-	return &Transport{inner: inner, cfg: c, logger: c.Logger}, nil
+	t := &Transport{inner: inner, cfg: c, logger: c.Logger}
+	t.life, t.end = context.WithCancel(context.Background())
+	hc.Transport.(*roundTripper).gone = t.sessionGone
+	return t, nil
 }
 
 // usesClient reports whether inner sends through hc: false when an option
@@ -114,8 +121,11 @@ func (t *Transport) Unwrap() *transport.StreamableHTTP { return t.inner }
 func (t *Transport) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 
 // Close implements transport.Interface: it ends the session (DELETE) as
-// mcp-go's transport does.
-func (t *Transport) Close() error { return t.inner.Close() }
+// mcp-go's transport does, and a re-initialize in progress.
+func (t *Transport) Close() error {
+	t.end()
+	return t.inner.Close()
+}
 
 // GetSessionId implements transport.Interface.
 func (t *Transport) GetSessionId() string { return t.inner.GetSessionId() }
