@@ -43,11 +43,26 @@ type counter struct {
 	next http.Handler
 	mu   sync.Mutex
 	n    map[string]int
+	ids  map[string]int // requests (any method) by the session id they carried
 }
 
-func count(next http.Handler) *counter { return &counter{next: next, n: map[string]int{}} }
+func count(next http.Handler) *counter {
+	return &counter{next: next, n: map[string]int{}, ids: map[string]int{}}
+}
+
+// carried returns how many requests carried session id.
+func (c *counter) carried(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[id]
+}
 
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		c.mu.Lock()
+		c.ids[id]++
+		c.mu.Unlock()
+	}
 	if r.Method == http.MethodPost {
 		if m := peekMethod(r); m != "" {
 			c.mu.Lock()

@@ -48,8 +48,13 @@ func TestDeletedSessionIsReplaced(t *testing.T) {
 	c.echo("before")
 	old := c.tr.GetSessionId()
 	deleteSession(t, l.ts.URL, old)
+	before := l.cnt.carried(old)
 	c.echo("after")
+	c.echo("later")
 	wantReplacedOnce(t, l.cnt, c, old)
+	if got := l.cnt.carried(old) - before; got != 1 {
+		t.Errorf("requests carrying the dead id after the DELETE: %d, want 1 (the call that got 404)", got)
+	}
 	if got := l.h.Stats().Sessions; got != 1 {
 		t.Errorf("sessions on the server: %d, want 1", got)
 	}
