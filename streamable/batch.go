@@ -135,8 +135,8 @@ func itemID(item []byte) json.RawMessage {
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if json.Unmarshal(item, &m) != nil || string(m.ID) == "null" {
-		return nil
+	if json.Unmarshal(item, &m) != nil || !validIDValue(m.ID) {
+		return nil // none, null, or no id a client could match
 	}
 	return m.ID
 }

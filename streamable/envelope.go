@@ -54,6 +54,12 @@ func parseEnvelope(body []byte) (envelope, *failure) {
 	if string(env.ID) == "null" {
 		env.ID = nil
 	}
+	if len(env.ID) > 0 && !validIDValue(env.ID) {
+		// JSON-RPC 2.0: an id is a string or a number (or null). Not
+		// echoed: an answer carrying it is no answer a client can match.
+		env.ID = nil
+		return env, errInvalidMessage(`"id" must be a string or a number`)
+	}
 	if env.Method == "" && (len(env.ID) == 0 || (len(env.Result) == 0 && len(env.Error) == 0)) {
 		return env, errInvalidMessage("a message needs a method, or an id with a result or an error")
 	}
@@ -252,4 +258,10 @@ func skipValue(b []byte, i int) int {
 		j++
 	}
 	return j
+}
+
+// validIDValue reports whether id, a valid JSON value, is one JSON-RPC 2.0
+// allows as a request id other than null: a string or a number.
+func validIDValue(id json.RawMessage) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'))
 }

@@ -83,7 +83,7 @@ var documented = map[int]bool{200: true, 202: true, 400: true, 403: true, 404: t
 	409: true, 413: true, 415: true, 429: true, 503: true}
 
 // checkAnswer checks an answer to body: a documented status, and on a JSON
-// refusal a JSON-RPC error that echoes body's id when body had one.
+// refusal a JSON-RPC error that echoes the id when body was a request.
 func checkAnswer(t *testing.T, body []byte, code int, header http.Header, answer []byte) {
 	t.Helper()
 	if !documented[code] {
@@ -103,9 +103,13 @@ func checkAnswer(t *testing.T, body []byte, code int, header http.Header, answer
 		t.Fatalf("status %d for %q: not a JSON-RPC error saying what was wrong: %s", code, body, answer)
 	}
 	var req struct {
-		ID json.RawMessage `json:"id"`
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
 	}
-	if json.Unmarshal(bytes.TrimSpace(body), &req) != nil || !usableID(req.ID) {
+	// A request's id is echoed; a response's is not (an error carrying it
+	// would read as the answer to a request of the client's own), nor is
+	// it on a session's 404, which names no call (status.go, forRequest).
+	if json.Unmarshal(bytes.TrimSpace(body), &req) != nil || !usableID(req.ID) || req.Method == nil || code == http.StatusNotFound {
 		return
 	}
 	if !sameJSON(req.ID, e.ID) {
