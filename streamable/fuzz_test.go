@@ -80,7 +80,7 @@ func (fh *fuzzHandler) stillServes(t *testing.T) {
 
 // documented are the statuses the transport answers with (streamable/status.go).
 var documented = map[int]bool{200: true, 202: true, 400: true, 403: true, 404: true, 405: true, 406: true,
-	409: true, 413: true, 415: true, 429: true, 503: true}
+	408: true, 409: true, 413: true, 415: true, 429: true, 503: true}
 
 // checkAnswer checks an answer to body: a documented status, and on a JSON
 // refusal a JSON-RPC error that echoes the id when body was a request.
