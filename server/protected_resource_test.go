@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -159,7 +160,16 @@ func TestWithProtectedResourceMetadataRefusesAHealthPathClash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Serve(l); err == nil || !strings.Contains(err.Error(), "protected-resource metadata") {
-		t.Fatalf("Serve = %v, want an error naming the metadata", err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "protected-resource metadata") {
+			t.Fatalf("Serve = %v, want an error naming the metadata", err)
+		}
+	case <-time.After(wait):
+		l.Close()
+		<-served
+		t.Fatalf("Serve was still serving after %v, want it to refuse the clash at once", wait)
 	}
 }
