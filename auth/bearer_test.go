@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/lifeline-mcp/lifeline/auth"
 	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
@@ -21,24 +23,15 @@ func TestToolReadsTheVerifiedTokenFromItsContext(t *testing.T) {
 	ctx := testCtx(t)
 	is := newIssuer()
 	url := serve(t, is, is.options(nil), streamable.Config{})
-	for _, tc := range []struct {
-		name string
-		c    func(token string) *testutil.Client
-	}{
-		{"session", func(token string) *testutil.Client { return client(url, token) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := tc.c(is.issue("alice", time.Hour, "mcp:tools"))
-			if _, err := c.Initialize(ctx); err != nil {
-				t.Fatal(err)
-			}
-			w := callWhoami(t, ctx, c)
-			want := whoami{UserID: "alice", Scopes: []string{"mcp:tools"}, Tenant: "t-alice", Identity: "alice", HasToken: true}
-			if w.UserID != want.UserID || !slices.Equal(w.Scopes, want.Scopes) || w.Tenant != want.Tenant ||
-				w.Identity != want.Identity || !w.HasToken {
-				t.Fatalf("the tool saw %+v, want %+v", w, want)
-			}
-		})
+	c := client(url, is.issue("alice", time.Hour, "mcp:tools"))
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := callWhoami(t, ctx, c)
+	want := whoami{UserID: "alice", Scopes: []string{"mcp:tools"}, Tenant: "t-alice", Identity: "alice", HasToken: true}
+	if w.UserID != want.UserID || !slices.Equal(w.Scopes, want.Scopes) || w.Tenant != want.Tenant ||
+		w.Identity != want.Identity || !w.HasToken {
+		t.Fatalf("the tool saw %+v, want %+v", w, want)
 	}
 }
 
@@ -51,6 +44,21 @@ func TestToolReadsTheVerifiedTokenWithoutSessions(t *testing.T) {
 	c.ProtocolVersion = testutil.ProtocolVersion
 	if w := callWhoami(t, ctx, c); w.Identity != "bob" || !w.HasToken {
 		t.Fatalf("stateless: the tool saw %+v, want bob's token", w)
+	}
+
+	url = serve(t, is, is.options(nil), streamable.Config{})
+	c = client(url, is.issue("carol", time.Hour))
+	c.ProtocolVersion = mcp.ProtocolVersion20260728
+	c.Header[mcp.HeaderMethod] = "tools/call"
+	c.Header[mcp.HeaderName] = "whoami"
+	resp, err := c.Post(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": "whoami", "_meta": map[string]any{
+			mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728, mcp.MetaKeyClientCapabilities: map[string]any{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := whoamiOf(t, resp); w.Identity != "carol" || !w.HasToken {
+		t.Fatalf("2026-07-28: the tool saw %+v, want carol's token", w)
 	}
 }
 

@@ -153,6 +153,12 @@ func callWhoami(t *testing.T, ctx context.Context, c *testutil.Client) whoami {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return whoamiOf(t, resp)
+}
+
+// whoamiOf decodes the answer to a whoami call.
+func whoamiOf(t *testing.T, resp *testutil.Response) whoami {
+	t.Helper()
 	if resp.Status != http.StatusOK {
 		t.Fatalf("whoami: status %d: %s", resp.Status, resp.Body)
 	}
