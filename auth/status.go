@@ -38,7 +38,7 @@ func errInvalidRequest(detail string) *failure {
 // 401 Unauthorized.
 func errNoToken(detail string) *failure {
 	return &failure{status: http.StatusUnauthorized,
-		message: "Unauthorized: " + detail + "; send Authorization: Bearer <token>"}
+		message: "Unauthorized: " + detail + "; send an Authorization: Bearer token"}
 }
 
 func errInvalidToken(detail string) *failure {

@@ -35,7 +35,8 @@
 // is -resource (default http://ADDR/mcp, the listening address) and its
 // authorization server -auth-server (default https://auth.example.com, a
 // placeholder: the demo issues no tokens itself). Tools read the token's
-// identity with auth.TokenInfoFromContext. Health checks need no token.
+// identity with auth.TokenInfoFromContext; the whoami tool, added with
+// -tokens, answers with it. Health checks need no token.
 //
 //	printf 'tok-alice alice\ntok-bob bob\n' > tokens.txt
 //	go run ./cmd/lifeline-demo -tokens tokens.txt
@@ -165,6 +166,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		mcpServer = everything.NewServer()
 	} else {
 		mcpServer = demotools.NewServer("lifeline-demo", "0.1.0")
+	}
+	if tokens != nil {
+		addWhoami(mcpServer)
 	}
 	mux := http.NewServeMux()
 	srv := server.New(mcpServer,

@@ -15,6 +15,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
 	"github.com/lifeline-mcp/lifeline/auth"
 	"github.com/lifeline-mcp/lifeline/server"
 )
@@ -164,4 +167,13 @@ func protect(mux *http.ServeMux, endpoint http.Handler, tokens tokenTable, resou
 		AllowMissingExpiration: true,
 		Logger:                 logger,
 	})(endpoint), metadataURL
+}
+
+// addWhoami adds the whoami tool, which answers with the identity of the
+// caller's token, read from its context as any tool can.
+func addWhoami(s *mcpserver.MCPServer) {
+	s.AddTool(mcp.NewTool("whoami", mcp.WithDescription("the identity of the bearer token this call came with")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(auth.IdentityFromContext(ctx)), nil
+		})
 }

@@ -97,8 +97,8 @@ func TestDemoOAuthFlow(t *testing.T) {
 	if _, err := alice.Initialize(ctx); err != nil {
 		t.Fatalf("initialize with a token: %v", err)
 	}
-	if got := callOK(ctx, t, alice, "echo", map[string]any{"text": "hi"}); !strings.Contains(got, "hi") {
-		t.Fatalf("echo: %q", got)
+	if got := callOK(ctx, t, alice, "whoami", nil); got != "alice" {
+		t.Fatalf("whoami: %q, want alice", got)
 	}
 	thief := rawClient(t, endpoint)
 	thief.SessionID, thief.ProtocolVersion = alice.SessionID, alice.ProtocolVersion
@@ -110,6 +110,9 @@ func TestDemoOAuthFlow(t *testing.T) {
 	bob.Header = map[string]string{"Authorization": "Bearer tok-bob"}
 	if _, err := bob.Initialize(ctx); err != nil {
 		t.Fatalf("the second token (trailing comment): %v", err)
+	}
+	if got := callOK(ctx, t, bob, "whoami", nil); got != "bob" {
+		t.Fatalf("whoami: %q, want bob", got)
 	}
 
 	// 4. A bad token: 401 invalid_token.
