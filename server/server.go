@@ -189,6 +189,10 @@ type Server struct {
 	livePath        string
 	handler         *streamable.Handler
 
+	// WithProtectedResourceMetadata; nil serves none.
+	metadata      http.Handler
+	metadataPaths []string
+
 	// Health state, read by the health checks without a lock.
 	listening atomic.Int32 // Start and Serve calls holding a listener
 	draining  atomic.Bool  // Drain or Shutdown was called
@@ -216,8 +220,15 @@ func NewStreamableHTTPServer(mcpServer *mcpserver.MCPServer, opts ...Option) *Se
 	return New(mcpServer, opts...)
 }
 
-// ServeHTTP serves the MCP endpoint.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+// ServeHTTP serves the MCP endpoint and, with
+// WithProtectedResourceMetadata, the metadata at its paths.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.isMetadataPath(r.URL.Path) {
+		s.metadata.ServeHTTP(w, r)
+		return
+	}
+	s.handler.ServeHTTP(w, r)
+}
 
 // Handler returns the transport, for its Stats.
 func (s *Server) Handler() *streamable.Handler { return s.handler }
@@ -236,8 +247,16 @@ func (s *Server) server(addr string) (*http.Server, error) {
 		if err := checkHealthPaths(s.endpointPath, s.readyPath, s.livePath); err != nil {
 			return nil, err
 		}
+		if err := checkMetadataPaths(s.metadataPaths, s.readyPath, s.livePath); err != nil {
+			return nil, err
+		}
 		mux := http.NewServeMux()
 		mux.Handle(s.endpointPath, s)
+		for _, p := range s.metadataPaths {
+			if p != s.endpointPath {
+				mux.Handle(p, s.metadata)
+			}
+		}
 		if s.readyPath != "" {
 			mux.Handle(s.readyPath, s.ReadinessHandler())
 		}

@@ -8,6 +8,7 @@
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
 //	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline-demo:]
 //	    [-drain-delay 5s] [-shutdown-timeout 10s]
+//	    [-tokens FILE [-auth-server URL] [-resource URL]]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
@@ -23,6 +24,22 @@
 // down within -shutdown-timeout (new requests get 503, streams close,
 // running calls finish) and exits 0, or 1 if calls were still running when
 // the timeout ended. A second signal ends the process at once.
+//
+// With -tokens FILE (lines of "TOKEN IDENTITY"; blank lines and lines
+// starting with # are skipped), every request to /mcp needs
+// "Authorization: Bearer TOKEN" with a token of the file: without one it
+// gets 401 and a WWW-Authenticate challenge whose resource_metadata names
+// the RFC 9728 protected-resource metadata, served without a token at
+// /.well-known/oauth-protected-resource/mcp (and the bare well-known path);
+// an unknown token gets 401 error="invalid_token". The metadata's resource
+// is -resource (default http://ADDR/mcp, the listening address) and its
+// authorization server -auth-server (default https://auth.example.com, a
+// placeholder: the demo issues no tokens itself). Tools read the token's
+// identity with auth.TokenInfoFromContext; the whoami tool, added with
+// -tokens, answers with it. Health checks need no token.
+//
+//	printf 'tok-alice alice\ntok-bob bob\n' > tokens.txt
+//	go run ./cmd/lifeline-demo -tokens tokens.txt
 //
 // With -everything, the demo serves the MCP conformance suite's
 // "everything" server (package internal/everything: its test_* tools,
@@ -93,8 +110,26 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		"on SIGTERM or SIGINT, how long /readyz answers 503 while the demo still serves, before it shuts down")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout,
 		"how long shutdown lets running calls finish before it cancels them and exits")
+	tokensPath := fs.String("tokens", "", "file of bearer tokens, lines of TOKEN IDENTITY: every request to /mcp then needs one (empty: no authorization)")
+	authServer := fs.String("auth-server", defaultAuthServer, "with -tokens, the authorization server the protected-resource metadata names")
+	resourceURL := fs.String("resource", "", "with -tokens, the resource the metadata describes (default http://ADDR/mcp)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// A bad -tokens file or URL fails here, before anything runs.
+	var tokens tokenTable
+	if *tokensPath != "" {
+		if tokens, err = loadTokens(*tokensPath); err != nil {
+			return err
+		}
+		if err := checkAbsoluteURL("-auth-server", *authServer); err != nil {
+			return err
+		}
+		if *resourceURL != "" {
+			if err := checkAbsoluteURL("-resource", *resourceURL); err != nil {
+				return err
+			}
+		}
 	}
 	if *drainDelay < 0 || *shutdownTimeout <= 0 {
 		return fmt.Errorf("-drain-delay must not be negative and -shutdown-timeout must be positive (got %v and %v)",
@@ -132,6 +167,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	} else {
 		mcpServer = demotools.NewServer("lifeline-demo", "0.1.0")
 	}
+	if tokens != nil {
+		addWhoami(mcpServer)
+	}
 	mux := http.NewServeMux()
 	srv := server.New(mcpServer,
 		server.WithHeartbeatInterval(*hb),
@@ -145,7 +183,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}),
 	)
-	mux.Handle(server.DefaultEndpointPath, srv)
+	var endpoint http.Handler = srv
+	authAttrs := []any{"auth", "none"}
+	if tokens != nil {
+		resource := *resourceURL
+		if resource == "" {
+			resource = "http://" + l.Addr().String() + server.DefaultEndpointPath
+		}
+		var metadataURL string
+		endpoint, metadataURL = protect(mux, srv, tokens, resource, *authServer, logger)
+		authAttrs = []any{"auth", "bearer", "tokens", len(tokens), "resource_metadata", metadataURL, "auth_server", *authServer}
+	}
+	mux.Handle(server.DefaultEndpointPath, endpoint)
 	mux.Handle(readyPath, srv.ReadinessHandler())
 	mux.Handle(livePath, srv.LivenessHandler())
 	if *debug {
@@ -159,7 +208,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
 		"readyz", readyPath, "livez", livePath, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
 		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode},
-		storeAttrs...)...)
+		append(storeAttrs, authAttrs...)...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	if ready != nil {
