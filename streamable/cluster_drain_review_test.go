@@ -3,8 +3,16 @@ package streamable_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+	"github.com/lifeline-mcp/lifeline/streamable"
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
@@ -59,4 +67,76 @@ func TestDrainingReplicasEndedStreamTopicLingersForWhatPumpsSentIt(t *testing.T)
 	}); err != nil {
 		t.Fatalf("what a pump sent to the drained replica's ended stream never reached the session's next stream: %v", err)
 	}
+}
+
+// stuckTool adds "stuck": it ignores its cancellation and returns only
+// once release is closed.
+func stuckTool(entered chan<- struct{}, release <-chan struct{}) func(*server.MCPServer) {
+	return func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("stuck"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			entered <- struct{}{}
+			<-release
+			return mcp.NewToolResultText("unstuck"), nil
+		})
+	}
+}
+
+// A Shutdown whose ctx ends while one session's request still runs (it
+// ignores its cancellation) still hands on what another session, whose
+// request finished within the drain, holds for its stream: that
+// session's client resumes on another replica and gets each message.
+func TestDrainThatOutlivesItsContextStillHandsOnOtherSessionsMessages(t *testing.T) {
+	const steps = 4
+	step := make(chan struct{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	cl := newConfiguredCluster(t, streamable.Config{}, redisstore.Options{},
+		func(store *redisstore.Store, cfg *streamable.Config) {
+			cfg.EventLog = store.EventLog(sessionstore.EventLogOptions{})
+		}, sessionSteppedTool(steps, step), stuckTool(entered, release))
+	var once sync.Once
+	unstick := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unstick) // before the replicas' Shutdown
+	a := cl.replicas[0]
+	cl.shutdownMayFail = map[string]bool{a.name: true}
+	ctx := testutil.Context(t, 3*wait)
+
+	// Session 1: its call on A sends to its stream while none is open:
+	// A's pump holds the messages, then the call returns.
+	c1 := cl.session(0)
+	get := cl.stream(cl.client(1, c1))
+	call := callSessionStepped(t, ctx, c1)
+	r := &seqReader{t: t, next: 1}
+	stepOnce(t, ctx, step)
+	r.until(ctx, get, 1, "B's stream")
+	get.Close()
+	testutil.Eventually(t, wait, "B's stream has ended", func() bool { return cl.replicas[1].h.Stats().GetStreams == 0 })
+	for range steps {
+		stepOnce(t, ctx, step)
+	}
+	if _, err := call.NextMatching(ctx, func(m testutil.Message) bool { return m.ID != nil }); err != nil {
+		t.Fatalf("session 1's call did not answer: %v", err)
+	}
+
+	// Session 2: its call on A never ends in time.
+	c2 := cl.session(0)
+	go func() {
+		_, _ = c2.CallTool(context.WithoutCancel(ctx), "stuck", nil)
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the stuck call never started")
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := a.h.Shutdown(sctx); err == nil {
+		t.Fatal("Shutdown returned nil while a request was still running")
+	}
+	unstick()
+	resumed := openResume(t, cl.client(2, c1), r.lastID)
+	wantStatus(t, "GET on C resuming session 1's stream", resumed.Status, 200, resumed.Body)
+	rctx, rcancel := context.WithTimeout(ctx, wait)
+	defer rcancel()
+	r.until(rctx, resumed, steps, "C's resumed stream, after A's drain outlived its ctx")
 }
