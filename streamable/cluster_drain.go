@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -55,11 +56,16 @@ func (h *Handler) lingerEnd() <-chan struct{} {
 // endDrain ends the drain once the running requests are done: it stops
 // the lingering topics and the pumps, which hand what they hold to the
 // carry-over, then flushes each session's carry-over and queue. Bounded
-// by ctx (and each store call by the cleanup or write timeout).
+// by ctx, but given at least the cleanup timeout (handOnContext), and
+// each store call by the cleanup or write timeout.
 func (h *Handler) endDrain(ctx context.Context, sessions []*session) {
-	h.mu.Lock()       // freeSlot registers a linger under it while the drain goes on
-	close(h.drainEnd) // from now on no pump starts, nor linger, for these sessions
+	// freeSlot registers a linger under h.mu while the drain goes on; from
+	// now on no pump starts, nor linger, for these sessions.
+	h.mu.Lock()
+	close(h.drainEnd)
 	h.mu.Unlock()
+	ctx, cancel := h.handOnContext(ctx)
+	defer cancel()
 	for _, s := range sessions {
 		s.mu.Lock()
 		linger, pump := s.linger.done, s.pump.done
@@ -76,6 +82,18 @@ func (h *Handler) endDrain(ctx context.Context, sessions []*session) {
 		}
 		s.flushDrained(ctx)
 	}
+}
+
+// handOnContext bounds the drain's hand-on: by ctx, but to no less than
+// the cleanup timeout from now. A ctx that ended (or nearly) because one
+// session's request outlived it must not cost the other sessions, whose
+// requests are done, what they hold for their streams.
+func (h *Handler) handOnContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	floor := time.Now().Add(h.cfg.CleanupTimeout)
+	if d, ok := ctx.Deadline(); ctx.Err() == nil && (!ok || d.After(floor)) {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), floor)
 }
 
 // flushDrained forwards, in order, what s's carry-over and queues hold to

@@ -57,7 +57,9 @@ func (h *Handler) freeSlot(g *getStream) (l lingering, ok bool) {
 // (stopLinger: what it kept is then in the carry-over before that stream
 // takes it; later forwards go to that stream's own topic), and when
 // Shutdown begins; Shutdown waits for it (freeSlot counted it before
-// Shutdown began; once it has, the topic is closed at once instead).
+// Shutdown began; once it has, the topic is closed at once instead). A
+// Shutdown that drains (cluster_drain.go) ends it, and the session, only
+// when the drain ends: until then the session lives on elsewhere.
 func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l lingering) {
 	stop, done := l.stop, l.done
 	go func() {
@@ -74,6 +76,10 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 		t := time.NewTimer(forwardLinger)
 		defer t.Stop()
 		msgs := topic.Messages()
+		// The session's end ends it, unless this replica drains: the
+		// session lives on elsewhere, and the linger goes on until the
+		// drain ends (lingerEnd).
+		ended := sess.ctx.Done()
 		for {
 			select {
 			case m, ok := <-msgs:
@@ -86,7 +92,11 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 				return
 			case <-stop:
 				return
-			case <-sess.ctx.Done():
+			case <-ended:
+				if sess.draining() {
+					ended = nil
+					continue
+				}
 				return
 			case <-h.lingerEnd(): // Shutdown began, or its drain ended
 				return

@@ -15,7 +15,10 @@ import (
 // their ids, before it ends; when it ends, the writes still blocked are
 // interrupted. Shutdown waits for all of it, bounded by ctx, then
 // unregisters the sessions and stops the transport's goroutines. It returns
-// ctx's error if handlers were still running when ctx ended.
+// ctx's error if handlers were still running when ctx ended. With replicas
+// and an event log, what the sessions hold for their GET streams is then
+// handed on (cluster_drain.go), given up to the cleanup timeout even when
+// ctx has ended.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.shutdownOnce.Do(func() { h.shutdownErr = h.shutdown(ctx) })
 	return h.shutdownErr
@@ -100,7 +103,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 		}
 		err = waitAll(ctx, ended)
 	}
-	h.lingers.Wait() // each ends at once: stopSweep is closed
+	h.lingers.Wait() // each ends at once: stopSweep (and drainEnd) is closed
 	if h.sched != nil {
 		h.sched.Close()
 	}
