@@ -47,6 +47,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet {
 		rt.watch(req, resp.StatusCode)
 	}
+	if p, ok := req.Context().Value(callProbeKey{}).(*callProbe); ok && req.Method == http.MethodPost && resp.StatusCode != http.StatusNotFound {
+		p.took.Store(true)
+	}
 	if !rt.resumable(req, resp) {
 		return resp, nil
 	}
