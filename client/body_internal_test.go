@@ -192,3 +192,15 @@ func TestEndedGETStreamIsResumed(t *testing.T) {
 		t.Fatalf("read %q, want %q", got.String(), want)
 	}
 }
+
+// A server asking for no wait (retry: 0) still gets the failed attempts'
+// backoff: the wait starts from MinDelay and doubles, rather than staying
+// at MinDelay for every attempt.
+func TestResumeDelayBacksOffFromZeroRetry(t *testing.T) {
+	p := ResumePolicy{MinDelay: 10 * time.Millisecond, MaxDelay: time.Second}.effective()
+	for n, want := range map[int]time.Duration{1: 10 * time.Millisecond, 2: 20 * time.Millisecond, 4: 80 * time.Millisecond, 10: time.Second} {
+		if got := p.delay(n, 0, true); got != want {
+			t.Errorf("delay(%d, 0, true) = %v, want %v", n, got, want)
+		}
+	}
+}
