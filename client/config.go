@@ -63,6 +63,7 @@ func (p ResumePolicy) delay(n int, retry time.Duration, hasRetry bool) time.Dura
 	if hasRetry {
 		d = retry
 	}
+	d = max(d, p.MinDelay) // a zero retry field doubles too
 	for i := 1; i < n && d < p.MaxDelay; i++ {
 		d *= 2
 	}
