@@ -60,12 +60,15 @@ func (b *resumableBody) broken(err error) error {
 		return err
 	}
 	if b.scan.lastID == "" || b.rt.policy.Attempts < 0 || (ended && !b.get) {
-		if ended {
+		if ended && b.scan.lastID == "" {
 			// mcp-go's reader dispatches an event the end of the body
 			// cut short: hand it what arrived, as the body would have.
+			// After an event id it is not handed on: mcp-go resumes a
+			// call's stream that ended from that id (SEP-1699), and the
+			// server sends the event again, whole.
 			b.out = b.scan.partial()
-			b.scan.pending = nil
 		}
+		b.scan.pending = nil
 		return err
 	}
 	if rerr := b.resume(err); rerr != nil {
