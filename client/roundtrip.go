@@ -70,14 +70,18 @@ func (rt *roundTripper) send(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.GetBody == nil {
 		return rt.base.RoundTrip(req)
 	}
-	var gotConn, writeFailed atomic.Bool
+	// traced is set once the base transport follows the trace (net/http's
+	// does): without it, no GotConn says nothing, and the POST may have
+	// reached the server.
+	var traced, gotConn, writeFailed atomic.Bool
 	trace := &httptrace.ClientTrace{
+		GetConn:      func(string) { traced.Store(true) },
 		GotConn:      func(httptrace.GotConnInfo) { gotConn.Store(true) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) { writeFailed.Store(info.Err != nil) },
 	}
 	first := req.Clone(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := rt.base.RoundTrip(first)
-	if err == nil || gotConn.Load() && !writeFailed.Load() || req.Context().Err() != nil {
+	if err == nil || !traced.Load() || gotConn.Load() && !writeFailed.Load() || req.Context().Err() != nil {
 		return resp, err
 	}
 	body, berr := req.GetBody()
