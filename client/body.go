@@ -110,12 +110,19 @@ func (b *resumableBody) resume(cause error) error {
 			return nil
 		}
 		resp.Body.Close()
-		if resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+		if !retryableStatus(resp.StatusCode) {
 			return fmt.Errorf("%w: GET with Last-Event-ID answered %d (broke with: %v)", errStreamGone, resp.StatusCode, cause)
 		}
 		cause = fmt.Errorf("GET with Last-Event-ID answered %d", resp.StatusCode)
 	}
 	return fmt.Errorf("resume the stream: %d attempts without an event, the last failed with: %w", p.Attempts, cause)
+}
+
+// retryableStatus reports whether a resume answered status may be tried
+// again: a server error, 429, or 409 (lifeline's answer while the stream
+// it replaces still looks live to it: a cut it has not noticed yet).
+func retryableStatus(status int) bool {
+	return status >= 500 || status == http.StatusTooManyRequests || status == http.StatusConflict
 }
 
 // swap reads on from body, closing the connection it replaces; it reports
