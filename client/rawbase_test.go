@@ -16,9 +16,9 @@ import (
 
 // rawTransport is an http.RoundTripper that is not net/http's Transport
 // (as a tunnel's or an HTTP/3 one is): it writes each request on a
-// connection of its own and reads the response. With lose set, it writes
-// the next tools/call whole and then fails, as a connection reset before
-// the response would: the server got the call.
+// connection of its own and reads the response. With lose set, the next
+// tools/call goes through and is answered, and then fails, as a connection
+// reset while the response is read would: the server ran the call.
 type rawTransport struct {
 	lose atomic.Bool
 }
@@ -34,14 +34,16 @@ func (rt *rawTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		conn.Close()
 		return nil, err
 	}
-	if lose {
-		conn.Close()
-		return nil, errors.New("test: connection reset after the request was written")
-	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
 		conn.Close()
 		return nil, err
+	}
+	if lose {
+		// The server ran the call and answered; the answer is lost.
+		io.Copy(io.Discard, resp.Body)
+		conn.Close()
+		return nil, errors.New("test: connection reset while the response was read")
 	}
 	resp.Body = closeBoth{resp.Body, conn}
 	return resp, nil
