@@ -96,6 +96,11 @@ func (b *resumableBody) resume(cause error) error {
 			return ctx.Err()
 		}
 		g := resumeRequest(b.req, b.scan.lastID)
+		if b.rt.auth != nil {
+			if v, err := b.rt.auth(ctx); err == nil {
+				g.Header.Set("Authorization", v)
+			}
+		}
 		resp, err := b.rt.base.RoundTrip(g)
 		if err != nil {
 			cause = err

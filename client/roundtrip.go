@@ -1,6 +1,7 @@
 package lifelineclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,10 @@ type roundTripper struct {
 	// gone is told of a session whose GET stream got 404 after it had
 	// been open; set before the first request.
 	gone func(session string)
+	// auth, with mcp-go's OAuth, returns the Authorization header valid
+	// now, for a resume: the token a stream opened with may have been
+	// refreshed since. Set before the first request.
+	auth func(ctx context.Context) (string, error)
 
 	mu     sync.Mutex
 	opened string // the last session a GET stream opened on
