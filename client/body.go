@@ -22,7 +22,8 @@ type resumableBody struct {
 	scan eventScanner
 	out  []byte // the part of an event not yet read
 	err  error  // the error every later Read returns
-	// tries counts the resume attempts since an event was last read, so
+	// tries counts the resume attempts since an event with content (not
+	// only comments and retry, as a stream's opening) was last read, so
 	// that a server that takes each resume and breaks it again before
 	// sending anything still runs out of attempts.
 	tries int
@@ -41,7 +42,9 @@ func (b *resumableBody) Read(p []byte) (int, error) {
 		event, err := b.scan.next()
 		if err == nil {
 			b.out = event
-			b.tries = 0
+			if b.scan.delivered {
+				b.tries = 0
+			}
 			break
 		}
 		b.err = b.broken(err)
