@@ -22,7 +22,8 @@ type resumableBody struct {
 	scan eventScanner
 	out  []byte // the part of an event not yet read
 	err  error  // the error every later Read returns
-	// tries counts the resume attempts since an event was last read, so
+	// tries counts the resume attempts since an event with content (not
+	// only comments and retry, as a stream's opening) was last read, so
 	// that a server that takes each resume and breaks it again before
 	// sending anything still runs out of attempts.
 	tries int
@@ -41,7 +42,9 @@ func (b *resumableBody) Read(p []byte) (int, error) {
 		event, err := b.scan.next()
 		if err == nil {
 			b.out = event
-			b.tries = 0
+			if b.scan.delivered {
+				b.tries = 0
+			}
 			break
 		}
 		b.err = b.broken(err)
@@ -60,12 +63,15 @@ func (b *resumableBody) broken(err error) error {
 		return err
 	}
 	if b.scan.lastID == "" || b.rt.policy.Attempts < 0 || (ended && !b.get) {
-		if ended {
+		if ended && b.scan.lastID == "" {
 			// mcp-go's reader dispatches an event the end of the body
 			// cut short: hand it what arrived, as the body would have.
+			// After an event id it is not handed on: mcp-go resumes a
+			// call's stream that ended from that id (SEP-1699), and the
+			// server sends the event again, whole.
 			b.out = b.scan.partial()
-			b.scan.pending = nil
 		}
+		b.scan.pending = nil
 		return err
 	}
 	if rerr := b.resume(err); rerr != nil {
@@ -93,6 +99,11 @@ func (b *resumableBody) resume(cause error) error {
 			return ctx.Err()
 		}
 		g := resumeRequest(b.req, b.scan.lastID)
+		if b.rt.auth != nil {
+			if v, err := b.rt.auth(ctx); err == nil {
+				g.Header.Set("Authorization", v)
+			}
+		}
 		resp, err := b.rt.base.RoundTrip(g)
 		if err != nil {
 			cause = err
@@ -107,12 +118,19 @@ func (b *resumableBody) resume(cause error) error {
 			return nil
 		}
 		resp.Body.Close()
-		if resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+		if !retryableStatus(resp.StatusCode) {
 			return fmt.Errorf("%w: GET with Last-Event-ID answered %d (broke with: %v)", errStreamGone, resp.StatusCode, cause)
 		}
 		cause = fmt.Errorf("GET with Last-Event-ID answered %d", resp.StatusCode)
 	}
 	return fmt.Errorf("resume the stream: %d attempts without an event, the last failed with: %w", p.Attempts, cause)
+}
+
+// retryableStatus reports whether a resume answered status may be tried
+// again: a server error, 429, or 409 (lifeline's answer while the stream
+// it replaces still looks live to it: a cut it has not noticed yet).
+func retryableStatus(status int) bool {
+	return status >= 500 || status == http.StatusTooManyRequests || status == http.StatusConflict
 }
 
 // swap reads on from body, closing the connection it replaces; it reports

@@ -192,3 +192,41 @@ func TestEndedGETStreamIsResumed(t *testing.T) {
 		t.Fatalf("read %q, want %q", got.String(), want)
 	}
 }
+
+// A server asking for no wait (retry: 0) still gets the failed attempts'
+// backoff: the wait starts from MinDelay and doubles, rather than staying
+// at MinDelay for every attempt.
+func TestResumeDelayBacksOffFromZeroRetry(t *testing.T) {
+	p := ResumePolicy{MinDelay: 10 * time.Millisecond, MaxDelay: time.Second}.effective()
+	for n, want := range map[int]time.Duration{1: 10 * time.Millisecond, 2: 20 * time.Millisecond, 4: 80 * time.Millisecond, 10: time.Second} {
+		if got := p.delay(n, 0, true); got != want {
+			t.Errorf("delay(%d, 0, true) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+// A server that takes each resume, sends only its opening (a retry field
+// and a comment, as lifeline does) and breaks the stream again has not
+// delivered anything: the attempts still run out, and the waits grow,
+// instead of the stream being resumed forever at the first attempt's wait.
+func TestResumeOpeningOnlyCountsAsAFailedAttempt(t *testing.T) {
+	const giveUpAfter = 20 // the server's own bound, so the test ends either way
+	var n atomic.Int64
+	url, resumes := sseServer(t, "retry: 1\nid: 1\ndata: a\n\n", func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > giveUpAfter {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "retry: 1\n: stream open\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	_, err := read(t, url, ResumePolicy{Attempts: 3, MaxDelay: time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "3 attempts") {
+		t.Fatalf("error %v, want the attempts to run out", err)
+	}
+	if got := resumes.Load(); got != 3 {
+		t.Fatalf("resumes: %d, want 3 (each delivered only the stream's opening)", got)
+	}
+}

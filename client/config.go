@@ -63,6 +63,7 @@ func (p ResumePolicy) delay(n int, retry time.Duration, hasRetry bool) time.Dura
 	if hasRetry {
 		d = retry
 	}
+	d = max(d, p.MinDelay) // a zero retry field doubles too
 	for i := 1; i < n && d < p.MaxDelay; i++ {
 		d *= 2
 	}
@@ -81,7 +82,8 @@ type Config struct {
 	// OnSessionReplaced, when set, is called after a lost session was
 	// replaced, with the old and the new session id, before the
 	// synthesized list_changed notifications are delivered. It runs on
-	// the goroutine of the call that re-initialized.
+	// the transport's re-initializing goroutine, and the calls waiting
+	// for the new session go on once it returns: it must not block.
 	OnSessionReplaced func(oldID, newID string)
 	// Resume says how broken streams are resumed.
 	Resume ResumePolicy

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -36,8 +37,12 @@ func (t *Transport) SendRequest(ctx context.Context, req transport.JSONRPCReques
 	t.mu.Lock()
 	gen, held := t.gen, t.session
 	t.mu.Unlock()
-	resp, err := t.inner.SendRequest(ctx, req)
-	if err == nil || !errors.Is(err, transport.ErrSessionTerminated) || held == "" || !t.replaceable(req) {
+	probe := new(callProbe)
+	resp, err := t.inner.SendRequest(context.WithValue(ctx, callProbeKey{}, probe), req)
+	// A call whose POST the server took (answered other than 404) may be
+	// running there: a 404 that follows, on the GET resuming its stream,
+	// fails it rather than sending it again.
+	if err == nil || !errors.Is(err, transport.ErrSessionTerminated) || held == "" || probe.took.Load() || !t.replaceable(req) {
 		return resp, err
 	}
 	if rerr := t.replace(ctx, gen); rerr != nil {
@@ -49,6 +54,14 @@ func (t *Transport) SendRequest(ctx context.Context, req transport.JSONRPCReques
 	}
 	return resp, nil
 }
+
+// callProbe rides in the context of a request SendRequest sends: the
+// round tripper records in took that a POST of it was answered with a
+// status other than 404, so the server has it.
+type callProbe struct{ took atomic.Bool }
+
+// callProbeKey is the context key of a *callProbe.
+type callProbeKey struct{}
 
 // replaceable reports whether a 404 for req may start a new session: the
 // first initialize is known and the protocol version has sessions.

@@ -1,6 +1,7 @@
 package lifelineclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,10 @@ type roundTripper struct {
 	// gone is told of a session whose GET stream got 404 after it had
 	// been open; set before the first request.
 	gone func(session string)
+	// auth, with mcp-go's OAuth, returns the Authorization header valid
+	// now, for a resume: the token a stream opened with may have been
+	// refreshed since. Set before the first request.
+	auth func(ctx context.Context) (string, error)
 
 	mu     sync.Mutex
 	opened string // the last session a GET stream opened on
@@ -47,6 +52,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet {
 		rt.watch(req, resp.StatusCode)
 	}
+	if p, ok := req.Context().Value(callProbeKey{}).(*callProbe); ok && req.Method == http.MethodPost && resp.StatusCode != http.StatusNotFound {
+		p.took.Store(true)
+	}
 	if !rt.resumable(req, resp) {
 		return resp, nil
 	}
@@ -67,14 +75,18 @@ func (rt *roundTripper) send(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost || req.GetBody == nil {
 		return rt.base.RoundTrip(req)
 	}
-	var gotConn, writeFailed atomic.Bool
+	// traced is set once the base transport follows the trace (net/http's
+	// does): without it, no GotConn says nothing, and the POST may have
+	// reached the server.
+	var traced, gotConn, writeFailed atomic.Bool
 	trace := &httptrace.ClientTrace{
+		GetConn:      func(string) { traced.Store(true) },
 		GotConn:      func(httptrace.GotConnInfo) { gotConn.Store(true) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) { writeFailed.Store(info.Err != nil) },
 	}
 	first := req.Clone(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := rt.base.RoundTrip(first)
-	if err == nil || gotConn.Load() && !writeFailed.Load() || req.Context().Err() != nil {
+	if err == nil || !traced.Load() || gotConn.Load() && !writeFailed.Load() || req.Context().Err() != nil {
 		return resp, err
 	}
 	body, berr := req.GetBody()

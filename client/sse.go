@@ -22,6 +22,11 @@ type eventScanner struct {
 	pending []byte // the event arriving, raw
 	id      string // its id field, if hasID
 	hasID   bool
+	// content says the event arriving has a field other than retry
+	// (data, event, id); delivered says so of the last event next
+	// returned. An event of comments and retry only (a stream's opening)
+	// is no progress.
+	content, delivered bool
 
 	lastID   string
 	retry    time.Duration
@@ -38,6 +43,7 @@ func (s *eventScanner) reset(r io.Reader) {
 	}
 	s.pending = s.pending[:0]
 	s.hasID = false
+	s.content = false
 }
 
 // next returns the next whole event, raw and ending with its blank line,
@@ -65,6 +71,7 @@ func (s *eventScanner) next() (event []byte, err error) {
 				s.lastID = s.id
 			}
 			s.hasID = false
+			s.delivered, s.content = s.content, false
 			event = s.pending
 			s.pending = nil
 			return event, nil
@@ -73,8 +80,12 @@ func (s *eventScanner) next() (event []byte, err error) {
 	}
 }
 
-// field records an id or retry field line.
+// field records an id or retry field line, and whether the event has
+// content.
 func (s *eventScanner) field(line []byte) {
+	if line[0] != ':' && !bytes.HasPrefix(line, []byte("retry:")) {
+		s.content = true
+	}
 	if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
 		v = bytes.TrimPrefix(v, []byte(" "))
 		if bytes.IndexByte(v, 0) < 0 {

@@ -100,6 +100,9 @@ func (c Config) NewStreamableHTTP(serverURL string, options ...transport.Streama
 	t := &Transport{inner: inner, cfg: c, logger: c.Logger}
 	t.life, t.end = context.WithCancel(context.Background())
 	hc.Transport.(*roundTripper).gone = t.sessionGone
+	if inner.IsOAuthEnabled() {
+		hc.Transport.(*roundTripper).auth = inner.GetOAuthHandler().GetAuthorizationHeader
+	}
 	return t, nil
 }
 
