@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/lifeline-mcp/lifeline/heartbeat"
 	"github.com/lifeline-mcp/lifeline/sessionstore"
@@ -188,6 +189,17 @@ type Config struct {
 	// NewSessionID generates session ids; they must be unique, unguessable
 	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
 	NewSessionID func() string
+
+	// MeterProvider receives the transport's OpenTelemetry metrics: the
+	// MCP semantic conventions' mcp.server.operation.duration and
+	// mcp.server.session.duration, and lifeline's own lifeline.* (sessions,
+	// streams, heartbeats, HTTP answers by status and cause, writes,
+	// queues, store calls, bus, event log). No attribute carries a session
+	// id, a request id or any other value a client can vary without bound.
+	// Default otel.GetMeterProvider(): nothing is recorded until the
+	// application installs an SDK provider, and recording costs the
+	// request path no allocation.
+	MeterProvider metric.MeterProvider
 }
 
 // effective returns c with every default applied.

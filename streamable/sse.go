@@ -32,6 +32,9 @@ type sseStream struct {
 	cancel context.CancelCauseFunc
 	// wake, when set, gets a signal (without blocking) when the stream ends.
 	wake chan<- struct{}
+	// met, when set, counts the stream's opening and the writes that hit
+	// their deadline (metrics.go).
+	met *meters
 
 	mu           sync.Mutex // guards the fields below and the write deadline
 	writeTimeout time.Duration
@@ -149,6 +152,9 @@ func (s *sseStream) open(fn func() error) error {
 	s.mu.Lock()
 	s.opening = false
 	s.mu.Unlock()
+	if s.met != nil && s.begun() {
+		s.met.answered(causeStream)
+	}
 	return err
 }
 
@@ -242,6 +248,10 @@ func (s *sseStream) write(fn func() error) error {
 		_ = s.rc.SetWriteDeadline(time.Time{})
 	}
 	if err != nil {
+		if s.met != nil && !s.closed {
+			// Not interrupted by close (which also uses a deadline).
+			s.met.deadlineExceeded(err)
+		}
 		s.end(err)
 	}
 	s.mu.Unlock()
