@@ -57,7 +57,7 @@ func (h *Handler) lingerEnd() <-chan struct{} {
 // carry-over, then flushes each session's carry-over and queue. Bounded
 // by ctx (and each store call by the cleanup or write timeout).
 func (h *Handler) endDrain(ctx context.Context, sessions []*session) {
-	h.mu.Lock() // freeSlot registers a linger under it while the drain goes on
+	h.mu.Lock()       // freeSlot registers a linger under it while the drain goes on
 	close(h.drainEnd) // from now on no pump starts, nor linger, for these sessions
 	h.mu.Unlock()
 	for _, s := range sessions {
