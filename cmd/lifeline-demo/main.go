@@ -93,8 +93,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		"on SIGTERM or SIGINT, how long /readyz answers 503 while the demo still serves, before it shuts down")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout,
 		"how long shutdown lets running calls finish before it cancels them and exits")
+	maxSessions := fs.Int("max-sessions", streamable.DefaultMaxSessions, "most live sessions; initialize past it gets 503")
+	maxPerCaller := fs.Int("max-sessions-per-caller", streamable.DefaultMaxSessionsPerCaller,
+		"most live sessions of one identified caller; its initialize past it gets 429 (-1: no bound; anonymous callers have none)")
+	maxRequests := fs.Int("max-requests-per-session", streamable.DefaultMaxRequestsPerSession,
+		"most requests one session runs at once; one more gets 429 (-1: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *maxSessions <= 0 || *maxPerCaller == 0 || *maxPerCaller < -1 || *maxRequests == 0 || *maxRequests < -1 {
+		return fmt.Errorf("-max-sessions must be positive, -max-sessions-per-caller and -max-requests-per-session positive or -1 (got %d, %d and %d)",
+			*maxSessions, *maxPerCaller, *maxRequests)
 	}
 	if *drainDelay < 0 || *shutdownTimeout <= 0 {
 		return fmt.Errorf("-drain-delay must not be negative and -shutdown-timeout must be positive (got %v and %v)",
@@ -139,6 +148,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		server.WithWriteTimeout(*wt),
 		server.WithStreamableHTTPLogger(logger),
 		server.WithSessionStore(store),
+		server.WithMaxSessions(*maxSessions),
+		server.WithMaxSessionsPerCaller(*maxPerCaller),
+		server.WithMaxRequestsPerSession(*maxRequests),
 		server.WithStreamableHTTPServer(&http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -158,7 +170,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 
 	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
 		"readyz", readyPath, "livez", livePath, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
-		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode},
+		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt,
+		"max_sessions", *maxSessions, "max_sessions_per_caller", *maxPerCaller, "max_requests_per_session", *maxRequests, "debug", *debug, "everything", *everythingMode},
 		storeAttrs...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
