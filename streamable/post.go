@@ -169,6 +169,11 @@ func (h *Handler) createSession(ctx context.Context, id, caller string, env enve
 	if h.shared {
 		params = env.Params
 	}
+	// A caller at its bound is refused before the store is asked (addSession
+	// checks again, for callers racing for the last place).
+	if f := h.callerFull(sess); f != nil {
+		return nil, nil, f
+	}
 	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: params, Caller: caller}, h.cfg.IdleTTL); err != nil {
 		if errors.Is(err, sessionstore.ErrExists) {
 			return nil, nil, errInternal("the session id generator repeated an id")
