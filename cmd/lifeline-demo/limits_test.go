@@ -39,12 +39,18 @@ func TestDemoLimitFlags(t *testing.T) {
 	}
 
 	// One call runs (a long step), so the next request of the session is
-	// refused.
+	// refused. (The call itself is retried while it finds the poll below
+	// running: the bound refuses whichever request comes second.)
 	callCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = c.CallTool(callCtx, "lifeline_progress", map[string]any{"steps": 1, "delay_ms": 10000})
+		for callCtx.Err() == nil {
+			resp, err := c.CallTool(callCtx, "lifeline_progress", map[string]any{"steps": 1, "delay_ms": 10000})
+			if err != nil || resp.Status != http.StatusTooManyRequests {
+				return
+			}
+		}
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(wait)
