@@ -173,6 +173,38 @@ func WithEventStore(store mcpserver.EventStore) Option {
 	}
 }
 
+// WithCallerIdentity binds each session to the caller identify names
+// (see streamable.Config.Identify): any other caller's request on it gets
+// 403. Without this option the caller is what an authentication middleware
+// put in the request's context with streamable.WithCallerIdentity, if
+// anything. mcp-go has no equivalent; the Go SDK binds sessions to the
+// authenticated user the same way.
+func WithCallerIdentity(identify func(r *http.Request) (string, error)) Option {
+	return func(s *Server) { s.cfg.Identify = identify }
+}
+
+// WithMaxSessions caps the live sessions (streamable.Config.MaxSessions;
+// default streamable.DefaultMaxSessions): initialize past it gets 503.
+func WithMaxSessions(n int) Option {
+	return func(s *Server) { s.cfg.MaxSessions = n }
+}
+
+// WithMaxSessionsPerCaller caps the live sessions one identified caller
+// holds (streamable.Config.MaxSessionsPerCaller; default
+// streamable.DefaultMaxSessionsPerCaller): its initialize past it gets
+// 429. A negative n turns the bound off.
+func WithMaxSessionsPerCaller(n int) Option {
+	return func(s *Server) { s.cfg.MaxSessionsPerCaller = n }
+}
+
+// WithMaxRequestsPerSession caps the requests one session runs at once
+// (streamable.Config.MaxRequestsPerSession; default
+// streamable.DefaultMaxRequestsPerSession): one more gets 429. A negative
+// n turns the bound off.
+func WithMaxRequestsPerSession(n int) Option {
+	return func(s *Server) { s.cfg.MaxRequestsPerSession = n }
+}
+
 // WithConfig sets every transport setting at once; options after it can
 // still change single fields.
 func WithConfig(cfg streamable.Config) Option {

@@ -519,3 +519,17 @@ func TestRemove(t *testing.T) {
 		t.Fatalf("%d records, %d tombstones after Remove; want none", len(m.sessions), len(m.tombs))
 	}
 }
+
+// The caller a session is bound to is kept by Create, read back by Get and
+// left alone by Update.
+func TestRecordCaller(t *testing.T) {
+	m, _ := newStore()
+	wantErr(t, "Create", m.Create(ctx, Record{ID: "s", Caller: "digest-a"}, time.Minute), nil)
+	if got := wantGet(t, m, "s", nil); got.Caller != "digest-a" {
+		t.Fatalf("Get Caller = %q, want digest-a", got.Caller)
+	}
+	wantErr(t, "Update", m.Update(ctx, Record{ID: "s", ProtocolVersion: "v2", Caller: "digest-b"}), nil)
+	if got := wantGet(t, m, "s", nil); got.Caller != "digest-a" || got.ProtocolVersion != "v2" {
+		t.Fatalf("after Update = %+v, want Caller digest-a kept", got)
+	}
+}

@@ -46,6 +46,12 @@ type Record struct {
 	CreatedAt time.Time
 	// ExpiresAt is when the session expires unless touched; zero means never.
 	ExpiresAt time.Time
+	// Caller names the caller the session is bound to, set by Create and
+	// never changed (Update leaves it): the transport stores a digest of
+	// the caller's identity (streamable: hex SHA-256), never the identity
+	// itself. Empty means the session is bound to no one (anonymous), as
+	// is every record written before the field existed.
+	Caller string
 }
 
 // Lease is the ownership of a session's standalone stream by one holder.
@@ -68,7 +74,7 @@ type Store interface {
 	// ErrTerminated for a terminated one.
 	Get(ctx context.Context, id string) (Record, error)
 	// Update replaces the mutable fields (ProtocolVersion, ClientInfo) of a
-	// live record.
+	// live record; CreatedAt and Caller stay as Create set them.
 	Update(ctx context.Context, rec Record) error
 	// Touch extends a live record's expiry to ttl from now.
 	Touch(ctx context.Context, id string, ttl time.Duration) error

@@ -110,8 +110,10 @@ func (h *Handler) endedInStore(id string) bool {
 }
 
 // restoreRecord sets the mcp-go state of an adopted session from its
-// record: the client's initialize parameters and the negotiated version.
+// record: the client's initialize parameters and the negotiated version,
+// and the caller it is bound to.
 func (s *session) restoreRecord(rec sessionstore.Record) {
+	s.caller = rec.Caller
 	var p mcp.InitializeParams
 	if len(rec.ClientInfo) > 0 {
 		// A record written by initialize holds its params; a malformed

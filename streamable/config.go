@@ -29,7 +29,16 @@ const (
 	// DefaultRequestQueueSize is Config.RequestQueueSize's default.
 	DefaultRequestQueueSize = 32
 	DefaultRetryAfter       = 5 * time.Second
+	// DefaultMaxSessionsPerCaller is Config.MaxSessionsPerCaller's default.
+	DefaultMaxSessionsPerCaller = 100
+	// DefaultMaxRequestsPerSession is Config.MaxRequestsPerSession's default.
+	DefaultMaxRequestsPerSession = 64
 )
+
+// requestLimitRetry is the Retry-After of a request refused because its
+// session has MaxRequestsPerSession running: one of them is likely to be
+// answered within it.
+const requestLimitRetry = time.Second
 
 // defaultEventTTL is the default memory event log's expiry of a session's
 // events after its last one: a backstop, as the transport purges a
@@ -71,6 +80,51 @@ type Config struct {
 	// caps, separately, the 2026-07-28 requests in flight (listen streams
 	// apart: MaxListenStreams). Default 10,000.
 	MaxSessions int
+	// Identify names the caller of a request; "" means anonymous. An error
+	// is answered 401, its text sent to the client ("Unauthorized: the
+	// caller could not be identified: " and the text), so word it for the
+	// client. When nil, the caller is CallerIdentity of the request's
+	// context: what an authentication middleware set with
+	// WithCallerIdentity, else anonymous.
+	//
+	// A session is bound to the caller of its initialize: the record in
+	// the Store keeps the identity's SHA-256 (never the identity), so every
+	// replica sharing the Store enforces it. Any later POST (requests,
+	// notifications, responses to the server's requests), GET or DELETE
+	// on a bound session from another caller, or an anonymous one, gets
+	// 403 with a JSON-RPC error saying so (echoing the request's id) and
+	// changes nothing: the session is not touched (its idle timer not
+	// reset), its stream and queued messages stay as they are. Each
+	// refusal is logged at Warn (the session and both identities named
+	// by the first 12 hex digits of their SHA-256) and counted
+	// (Stats.CallerMismatches). A session whose initialize was anonymous
+	// is bound to no one: any caller may use it, as without Identify.
+	// Identify runs at initialize and on each request for a bound
+	// session; stateless mode and protocol version 2026-07-28 have no
+	// sessions, so it never runs for them (their requests carry their
+	// authorization each time).
+	Identify func(r *http.Request) (string, error)
+	// MaxSessionsPerCaller caps the live sessions one identified caller
+	// (Identify) holds on this replica; its next initialize gets 429 with
+	// Retry-After (DefaultRetryAfter) until one of them ends (DELETE or
+	// idle expiry). A refusal, not the eviction of the caller's oldest
+	// idle session: eviction would end a session a client of that caller
+	// still holds (another tab, another agent) without telling it, and a
+	// looping client would keep evicting its owner's good sessions; a 429
+	// keeps every existing session working and tells the looping client
+	// what is wrong. Anonymous callers have no per-caller bound (only
+	// MaxSessions): behind a proxy every client has the proxy's address,
+	// so a per-address bound would cap the whole server; a server on the
+	// open internet identifies its callers. With replicas, each replica
+	// counts the sessions created on it, so a caller can hold up to this
+	// many per replica. Default 100; a negative value turns it off.
+	MaxSessionsPerCaller int
+	// MaxRequestsPerSession caps the requests one session has running at
+	// once on this replica (each request of a batch counts); one more gets
+	// 429 with Retry-After (1 s) and a JSON-RPC error echoing its id.
+	// Notifications and responses are not requests and are never refused
+	// by it. Default 64; a negative value turns it off.
+	MaxRequestsPerSession int
 	// MaxBodyBytes caps a POST body; larger bodies get 413. Default 4 MiB.
 	MaxBodyBytes int64
 	// BodyReadTimeout bounds how long a POST body may take to arrive,
@@ -227,6 +281,12 @@ func (c Config) effective() Config {
 	}
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxSessionsPerCaller == 0 {
+		c.MaxSessionsPerCaller = DefaultMaxSessionsPerCaller
+	}
+	if c.MaxRequestsPerSession == 0 {
+		c.MaxRequestsPerSession = DefaultMaxRequestsPerSession
 	}
 	if c.MaxListenStreams <= 0 {
 		c.MaxListenStreams = DefaultMaxListenStreams

@@ -69,16 +69,20 @@ type Handler struct {
 	// (at most MaxSessions in flight).
 	modernSessions, modernRequests int
 	adopting                       map[string]*adoption // with replicas: copies being made (adopt.go)
+	callers                        map[string]int       // live sessions created here per caller digest (MaxSessionsPerCaller)
 	shutting                       bool
 
-	getStreams   atomic.Int64
-	postStreams  atomic.Int64
-	refusedCount atomic.Int64
-	droppedCount atomic.Int64   // Stats.DroppedMessages
-	unrecorded   atomic.Int64   // messages the event log refused (resume.go)
-	postSignals  postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
-	lingers      sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
-	streamSeq    atomic.Int64
+	getStreams       atomic.Int64
+	postStreams      atomic.Int64
+	refusedCount     atomic.Int64
+	droppedCount     atomic.Int64   // Stats.DroppedMessages
+	callerMismatches atomic.Int64   // Stats.CallerMismatches
+	callerLimited    atomic.Int64   // Stats.CallerSessionsRefused
+	requestLimited   atomic.Int64   // Stats.SessionRequestsRefused
+	unrecorded       atomic.Int64   // messages the event log refused (resume.go)
+	postSignals      postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
+	lingers          sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
+	streamSeq        atomic.Int64
 
 	stopSweep    chan struct{}
 	drainEnd     chan struct{} // closed when a draining Shutdown's requests are done (cluster_drain.go)
@@ -107,6 +111,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		holder:    rand.Text(),
 		sessions:  make(map[string]*session),
 		adopting:  make(map[string]*adoption),
+		callers:   make(map[string]int),
 		stopSweep: make(chan struct{}),
 		drainEnd:  make(chan struct{}),
 		sweepDone: make(chan struct{}),
@@ -209,6 +214,15 @@ type Stats struct {
 	// holds back those queued behind it. Broadcasts refused because the
 	// broadcast tap's queue stayed full (broadcast.go) count here too.
 	DroppedMessages int64
+	// CallerMismatches counts requests refused with 403 since New because
+	// their session is bound to another caller (Config.Identify).
+	CallerMismatches int64
+	// CallerSessionsRefused counts initialize requests refused with 429
+	// since New because their caller held MaxSessionsPerCaller sessions.
+	CallerSessionsRefused int64
+	// SessionRequestsRefused counts requests refused with 429 since New
+	// because their session had MaxRequestsPerSession running.
+	SessionRequestsRefused int64
 }
 
 // Stats reports what the handler holds right now.
@@ -227,7 +241,9 @@ func (h *Handler) Stats() Stats {
 	}
 	return Stats{Sessions: live, GetStreams: int(h.getStreams.Load()), ListenStreams: h.listens.count(),
 		PostStreams: int(h.postStreams.Load()), QueuedMessages: queued,
-		RefusedMessages: h.refusedCount.Load(), DroppedMessages: dropped}
+		RefusedMessages: h.refusedCount.Load(), DroppedMessages: dropped,
+		CallerMismatches: h.callerMismatches.Load(), CallerSessionsRefused: h.callerLimited.Load(),
+		SessionRequestsRefused: h.requestLimited.Load()}
 }
 
 func (h *Handler) isShutting() bool {
@@ -254,6 +270,12 @@ func (h *Handler) addSession(s *session) *failure {
 		if len(h.sessions)-h.modernSessions >= h.cfg.MaxSessions {
 			return errTooManySessions(h.cfg.MaxSessions, DefaultRetryAfter)
 		}
+		if s.counted {
+			if f := h.callerFullLocked(s); f != nil {
+				return f
+			}
+			h.callers[s.caller]++
+		}
 	}
 	if s.modern {
 		h.modernSessions++
@@ -274,6 +296,11 @@ func (h *Handler) removeSession(id string) {
 		return
 	}
 	delete(h.sessions, id)
+	if s.counted {
+		if h.callers[s.caller]--; h.callers[s.caller] <= 0 {
+			delete(h.callers, s.caller)
+		}
+	}
 	if s.modern {
 		h.modernSessions--
 		if !s.listen {
@@ -313,6 +340,11 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	}
 	if !s.active() {
 		return nil, h.goneAnswer()
+	}
+	// Before anything of the session is touched: a refused caller changes
+	// nothing.
+	if f := h.checkCaller(r, s); f != nil {
+		return nil, f
 	}
 	var err error
 	if touch {

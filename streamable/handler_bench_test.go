@@ -41,12 +41,16 @@ func BenchmarkServePost(b *testing.B) {
 	// lifeline with its defaults (the memory event log on), and with
 	// resumability off, the path to compare with a checkout before the
 	// event log.
+	// And with the session bound to a caller (Identify runs, and the
+	// identity is hashed and compared, on every request).
+	bound := func(*http.Request) (string, error) { return "user-0123456789abcdef0123456789abcdef", nil }
 	for _, bc := range []struct {
-		name  string
-		noLog bool
-	}{{"lifeline", false}, {"lifeline-no-event-log", true}} {
+		name     string
+		noLog    bool
+		identify func(*http.Request) (string, error)
+	}{{"lifeline", false, nil}, {"lifeline-no-event-log", true, nil}, {"lifeline-bound-caller", false, bound}} {
 		b.Run(bc.name, func(b *testing.B) {
-			benchServePostLifeline(b, bc.noLog, request)
+			benchServePostLifeline(b, bc.noLog, bc.identify, request)
 		})
 	}
 	b.Run("floor", func(b *testing.B) {
@@ -175,10 +179,10 @@ func BenchmarkServeModernPost(b *testing.B) {
 
 // benchServePostLifeline is BenchmarkServePost's lifeline case, with the
 // event log off when noLog is set.
-func benchServePostLifeline(b *testing.B, noLog bool, request func(string) (*http.Request, context.CancelFunc)) {
+func benchServePostLifeline(b *testing.B, noLog bool, identify func(*http.Request) (string, error), request func(string) (*http.Request, context.CancelFunc)) {
 	h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
 		HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		DisableEventLog: noLog})
+		DisableEventLog: noLog, Identify: identify})
 	defer h.Close()
 	id := benchInitialize(b, h, request)
 	w := &sinkWriter{h: http.Header{}}

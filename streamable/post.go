@@ -116,7 +116,9 @@ func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
 		return false
 	}
 	sess := h.lookup(id)
-	return sess != nil && sess.active() && sess.calls.deliverIssued(env.ID, env.Result, env.Error)
+	// A response from a caller the session is not bound to takes the
+	// normal path, which refuses it.
+	return sess != nil && sess.active() && h.sameCaller(r, sess) && sess.calls.deliverIssued(env.ID, env.Result, env.Error)
 }
 
 // initialize creates a session, registers it with the MCPServer and answers
@@ -135,7 +137,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		h.writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
 		return
 	}
-	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, env, body)
+	caller, f := h.identify(r)
+	if f != nil {
+		h.writeFailure(w, f.forRequest(env.ID))
+		return
+	}
+	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, caller, env, body)
 	if f != nil {
 		h.writeFailure(w, f.forRequest(env.ID))
 		return
@@ -151,9 +158,11 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 // createSession stores, inserts and registers a session and runs initialize
 // on it. It holds the session's lifecycle lock throughout, so DELETE, expiry
 // and Shutdown see either no session or a whole one. A nil session with a
-// response means initialize failed and no session was kept.
-func (h *Handler) createSession(ctx context.Context, id string, env envelope, body []byte) (*session, mcp.JSONRPCMessage, *failure) {
+// response means initialize failed and no session was kept. The session is
+// bound to caller (a digest; "" for none).
+func (h *Handler) createSession(ctx context.Context, id, caller string, env envelope, body []byte) (*session, mcp.JSONRPCMessage, *failure) {
 	sess := newSession(h, id)
+	sess.caller, sess.counted = caller, caller != ""
 	sess.life.Lock()
 	defer sess.life.Unlock()
 	// The record goes first: a session the handler holds always has one.
@@ -163,7 +172,12 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 	if h.shared {
 		params = env.Params
 	}
-	if err := h.store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: params}, h.cfg.IdleTTL); err != nil {
+	// A caller at its bound is refused before the store is asked (addSession
+	// checks again, for callers racing for the last place).
+	if f := h.callerFull(sess); f != nil {
+		return nil, nil, f
+	}
+	if err := h.store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: params, Caller: caller}, h.cfg.IdleTTL); err != nil {
 		if errors.Is(err, sessionstore.ErrExists) {
 			return nil, nil, errInternal("the session id generator repeated an id")
 		}

@@ -46,12 +46,12 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 	// after a grace): its response writer is squeezed, so an answer that
 	// exists still reaches a client that reads, and is closed only when
 	// the termination stops waiting.
-	if !sess.beginWork(p) {
+	if f := sess.beginWork(p); f != nil {
 		if batch != nil {
-			batch.fail(h.goneAnswer().forRequest(env.ID))
+			batch.fail(f.forRequest(env.ID))
 			return
 		}
-		h.writeFailure(w, h.goneAnswer().forRequest(env.ID))
+		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	defer sess.endWork(p)

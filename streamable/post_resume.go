@@ -63,9 +63,9 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
 		resumable:   true,
 		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}
-	if !sess.beginWork(p) {
+	if f := sess.beginWork(p); f != nil {
 		cancel(nil)
-		h.writeFailure(w, h.goneAnswer().forRequest(env.ID))
+		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	p.prepare()

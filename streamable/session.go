@@ -102,6 +102,12 @@ type session struct {
 	stateless bool // an ephemeral session serving one stateless request
 	modern    bool // stateless too: serving one 2026-07-28 request
 	listen    bool // modern too: serving a subscriptions/listen stream
+	// caller is the digest of the caller the session is bound to ("" for
+	// none), set before the session is shared and never changed; counted
+	// says it counts toward its caller's MaxSessionsPerCaller here (it was
+	// created here, not adopted).
+	caller  string
+	counted bool
 }
 
 func newSession(h *Handler, id string) *session {
@@ -217,12 +223,31 @@ func (s *session) liveGet() *getStream {
 }
 
 // beginWork registers a running request, which termination cancels and
-// waits for; it fails once the session terminates.
-func (s *session) beginWork(p *postStream) bool {
+// waits for; it fails once the session terminates (goneAnswer), and, for a
+// request of a session's own (not of the 2026-07-28 era, nor stateless),
+// when the session already runs MaxRequestsPerSession (429).
+func (s *session) beginWork(p *postStream) *failure {
+	started, full := s.addWork(p)
+	switch {
+	case full:
+		s.h.requestLimited.Add(1)
+		return errTooManySessionRequests(s.h.cfg.MaxRequestsPerSession, requestLimitRetry)
+	case !started:
+		return s.h.goneAnswer() // not under s.mu: it takes h.mu
+	}
+	return nil
+}
+
+// addWork is beginWork under s.mu: started, or refused because the
+// session is not active or (full) runs its maximum of requests.
+func (s *session) addWork(p *postStream) (started, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.active() {
-		return false
+		return false, false
+	}
+	if limit := s.h.cfg.MaxRequestsPerSession; limit > 0 && s.work >= limit && !s.modern && !s.stateless {
+		return false, true
 	}
 	s.work++
 	p.nextWork = s.running
@@ -233,7 +258,7 @@ func (s *session) beginWork(p *postStream) bool {
 	if s.h.shared {
 		s.startWatchLocked()
 	}
-	return true
+	return true, false
 }
 
 func (s *session) endWork(p *postStream) {

@@ -137,6 +137,28 @@ func errForbiddenOrigin(origin string) *failure {
 		message: fmt.Sprintf("Forbidden: Origin %q is not allowed", origin)}
 }
 
+func errCallerMismatch() *failure {
+	return &failure{status: http.StatusForbidden, code: codeInvalidRequest,
+		message: "Forbidden: this session is bound to another caller; a session can only be used by the caller that created it (send initialize for a session of your own)"}
+}
+
+// 401 Unauthorized.
+func errUnidentified(err error) *failure {
+	return &failure{status: http.StatusUnauthorized, code: codeInvalidRequest,
+		message: "Unauthorized: the caller could not be identified: " + err.Error()}
+}
+
+// 429 Too Many Requests.
+func errTooManyCallerSessions(limit int, retry time.Duration) *failure {
+	return &failure{status: http.StatusTooManyRequests, code: codeServerError, retryAfter: retry,
+		message: fmt.Sprintf("Too Many Requests: this caller already holds its maximum of %d sessions on this server; end one (DELETE) or retry later", limit)}
+}
+
+func errTooManySessionRequests(limit int, retry time.Duration) *failure {
+	return &failure{status: http.StatusTooManyRequests, code: codeServerError, retryAfter: retry,
+		message: fmt.Sprintf("Too Many Requests: this session already has its maximum of %d requests running; retry when one has been answered", limit)}
+}
+
 // 404 Not Found: unknown, expired or terminated sessions alike.
 func errSessionNotFound() *failure {
 	return &failure{cause: causeUnknownSession, status: http.StatusNotFound, code: codeSessionNotFound,

@@ -113,6 +113,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	tokensPath := fs.String("tokens", "", "file of bearer tokens, lines of TOKEN IDENTITY: every request to /mcp then needs one (empty: no authorization)")
 	authServer := fs.String("auth-server", defaultAuthServer, "with -tokens, the authorization server the protected-resource metadata names")
 	resourceURL := fs.String("resource", "", "with -tokens, the resource the metadata describes (default http://ADDR/mcp)")
+	maxSessions := fs.Int("max-sessions", streamable.DefaultMaxSessions, "most live sessions; initialize past it gets 503")
+	maxPerCaller := fs.Int("max-sessions-per-caller", streamable.DefaultMaxSessionsPerCaller,
+		"most live sessions of one identified caller; its initialize past it gets 429 (-1: no bound; anonymous callers have none)")
+	maxRequests := fs.Int("max-requests-per-session", streamable.DefaultMaxRequestsPerSession,
+		"most requests one session runs at once; one more gets 429 (-1: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,6 +135,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 				return err
 			}
 		}
+	}
+	if *maxSessions <= 0 || *maxPerCaller == 0 || *maxPerCaller < -1 || *maxRequests == 0 || *maxRequests < -1 {
+		return fmt.Errorf("-max-sessions must be positive, -max-sessions-per-caller and -max-requests-per-session positive or -1 (got %d, %d and %d)",
+			*maxSessions, *maxPerCaller, *maxRequests)
 	}
 	if *drainDelay < 0 || *shutdownTimeout <= 0 {
 		return fmt.Errorf("-drain-delay must not be negative and -shutdown-timeout must be positive (got %v and %v)",
@@ -171,18 +180,27 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		addWhoami(mcpServer)
 	}
 	mux := http.NewServeMux()
-	srv := server.New(mcpServer,
+	var identity []server.Option
+	if tokens != nil {
+		// Each session is bound to the identity of the token that created
+		// it: another token's requests on it get 403.
+		identity = append(identity, server.WithCallerIdentity(callerOf))
+	}
+	srv := server.New(mcpServer, append(identity,
 		server.WithHeartbeatInterval(*hb),
 		server.WithSessionIdleTTL(*idle),
 		server.WithWriteTimeout(*wt),
 		server.WithStreamableHTTPLogger(logger),
 		server.WithSessionStore(store),
+		server.WithMaxSessions(*maxSessions),
+		server.WithMaxSessionsPerCaller(*maxPerCaller),
+		server.WithMaxRequestsPerSession(*maxRequests),
 		server.WithStreamableHTTPServer(&http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}),
-	)
+	)...)
 	var endpoint http.Handler = srv
 	authAttrs := []any{"auth", "none"}
 	if tokens != nil {
@@ -207,7 +225,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 
 	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
 		"readyz", readyPath, "livez", livePath, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
-		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode},
+		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt,
+		"max_sessions", *maxSessions, "max_sessions_per_caller", *maxPerCaller, "max_requests_per_session", *maxRequests, "debug", *debug, "everything", *everythingMode},
 		append(storeAttrs, authAttrs...)...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()

@@ -177,3 +177,7 @@ func addWhoami(s *mcpserver.MCPServer) {
 			return mcp.NewToolResultText(auth.IdentityFromContext(ctx)), nil
 		})
 }
+
+// callerOf is the caller a request's session is bound to: the identity of
+// the bearer token auth.RequireBearerToken verified for it.
+func callerOf(r *http.Request) (string, error) { return auth.IdentityFromRequest(r), nil }

@@ -114,6 +114,20 @@ func TestDemoOAuthFlow(t *testing.T) {
 	if got := callOK(ctx, t, bob, "whoami", nil); got != "bob" {
 		t.Fatalf("whoami: %q, want bob", got)
 	}
+	// Alice's session is bound to alice: bob's token on it gets 403, and
+	// it serves alice as before.
+	bobOnAlice := rawClient(t, endpoint)
+	bobOnAlice.Header = map[string]string{"Authorization": "Bearer tok-bob"}
+	bobOnAlice.SessionID, bobOnAlice.ProtocolVersion = alice.SessionID, alice.ProtocolVersion
+	if resp, err := bobOnAlice.CallTool(ctx, "whoami", nil); err != nil || resp.Status != http.StatusForbidden {
+		t.Fatalf("bob's token on alice's session: %v, %+v; want 403", err, resp)
+	}
+	if resp, err := bobOnAlice.Delete(ctx); err != nil || resp.Status != http.StatusForbidden {
+		t.Fatalf("bob's DELETE of alice's session: %v, %+v; want 403", err, resp)
+	}
+	if got := callOK(ctx, t, alice, "whoami", nil); got != "alice" {
+		t.Fatalf("whoami after bob's tries: %q, want alice", got)
+	}
 
 	// 4. A bad token: 401 invalid_token.
 	bad := rawClient(t, endpoint)

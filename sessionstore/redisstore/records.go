@@ -25,7 +25,7 @@ func (s *Store) Create(ctx context.Context, rec sessionstore.Record, ttl time.Du
 	}
 	_, _, err := s.status(ctx, op, s.scripts.create,
 		[]string{s.keyRecord(rec.ID), s.keyIndex(), s.keyLease(rec.ID)},
-		s.opts.Prefix, rec.ID, rec.ProtocolVersion, rec.ClientInfo, created, ms(ttl), rand.Text())
+		s.opts.Prefix, rec.ID, rec.ProtocolVersion, rec.ClientInfo, created, ms(ttl), rand.Text(), rec.Caller)
 	if err == nil {
 		// Subscriptions left from an earlier session of this id are not
 		// this one's.
@@ -46,7 +46,8 @@ func (s *Store) Get(ctx context.Context, id string) (sessionstore.Record, error)
 	if err := s.lookupErr(op, id, h["s"]); err != nil {
 		return sessionstore.Record{}, err
 	}
-	rec := sessionstore.Record{ID: id, ProtocolVersion: h["v"]}
+	// A record written before the caller field existed has none: anonymous.
+	rec := sessionstore.Record{ID: id, ProtocolVersion: h["v"], Caller: h["u"]}
 	if ci := h["ci"]; ci != "" {
 		rec.ClientInfo = []byte(ci)
 	}

@@ -11,7 +11,8 @@ import "github.com/redis/go-redis/v9"
 // NOTFOUND, TERMINATED, EXISTS, HELD or LOST. A record's hash has the fields
 // v (protocol version), ci (client info), c (created, Unix ns), e (expires,
 // ms, 0 for never), t (its last ttl in ms, 0 for none), s (live or
-// terminated) and n (the nonce of the Create that made it).
+// terminated), n (the nonce of the Create that made it) and u (the caller
+// it is bound to; absent, in records written before it existed, for none).
 
 // luaPrelude holds the helpers every script may use. ARGV[1] of the scripts
 // that prune is the key prefix, from which they build the keys of the ids
@@ -51,7 +52,7 @@ end
 `
 
 // KEYS: record, index, lease. ARGV: prefix, id, version, client info,
-// created (Unix ns, or empty for now), ttl ms, nonce.
+// created (Unix ns, or empty for now), ttl ms, nonce, caller.
 const luaCreate = luaPrelude + `
 local now = now_ms()
 prune(KEYS[2], ARGV[1], now)
@@ -65,7 +66,7 @@ local created = ARGV[5]
 if created == '' then created = now_ns() end
 local exp = 0
 if ttl > 0 then exp = now + ttl end
-redis.call('HSET', KEYS[1], 'v', ARGV[3], 'ci', ARGV[4], 'c', created, 'e', exp, 't', ttl, 's', 'live', 'n', ARGV[7])
+redis.call('HSET', KEYS[1], 'v', ARGV[3], 'ci', ARGV[4], 'c', created, 'e', exp, 't', ttl, 's', 'live', 'n', ARGV[7], 'u', ARGV[8])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('ZADD', KEYS[2], exp, ARGV[2])
@@ -114,7 +115,7 @@ local ttl = tonumber(redis.call('HGET', KEYS[1], 't'))
 if ttl <= 0 then ttl = tonumber(ARGV[3]) end
 redis.call('HSET', KEYS[1], 's', 'terminated', 'e', now_ms() + ttl)
 -- A tombstone keeps only what answers TERMINATED.
-redis.call('HDEL', KEYS[1], 'v', 'ci')
+redis.call('HDEL', KEYS[1], 'v', 'ci', 'u')
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('DEL', KEYS[3])
