@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
@@ -132,17 +133,24 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
 		return
 	}
-	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, env, body)
+	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, nil, env)
+	sess, resp, f := h.createSession(ctx, id, env, body)
 	if f != nil {
+		endSpanFailed(span, f)
 		writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	if sess == nil {
 		// A failed initialize creates no session.
+		endRequestSpan(span, resp)
 		writeJSON(w, resp, "", h.cfg.WriteTimeout)
 		return
 	}
+	if span != nil {
+		span.SetAttributes(spanSessionID(id), semconv.McpProtocolVersion(sess.ProtocolVersion()))
+	}
 	writeJSON(w, resp, id, h.cfg.WriteTimeout)
+	endRequestSpan(span, resp)
 }
 
 // createSession stores, inserts and registers a session and runs initialize
@@ -164,6 +172,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 		if errors.Is(err, sessionstore.ErrExists) {
 			return nil, nil, errInternal("the session id generator repeated an id")
 		}
+		h.storeFailed(ctx, "create", err)
 		return nil, nil, errStore(err)
 	}
 	sess.home = true // broadcasts for its streams wait here between them (broadcast_cluster.go)

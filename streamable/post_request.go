@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // serveRequest runs one JSON-RPC request through the MCPServer on this
@@ -38,20 +39,23 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 		h.runResumable(w, r, sess, env, body)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
+	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, sess, env)
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed}
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, span: span}
 	// The whole request, response included, is work the session's
 	// termination waits for and cancels (cancelRunning; Shutdown only
 	// after a grace): its response writer is squeezed, so an answer that
 	// exists still reaches a client that reads, and is closed only when
 	// the termination stops waiting.
 	if !sess.beginWork(p) {
+		f := h.goneAnswer()
+		endSpanFailed(span, f)
 		if batch != nil {
-			batch.fail(h.goneAnswer().forRequest(env.ID))
+			batch.fail(f.forRequest(env.ID))
 			return
 		}
-		writeFailure(w, h.goneAnswer().forRequest(env.ID))
+		writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	defer sess.endWork(p)
@@ -80,6 +84,7 @@ func (p *postStream) run(body []byte) {
 	}
 	p.stopWriter()
 	p.respond(resp)
+	endRequestSpan(p.span, resp) // after the answer's write, whose deadline it may record
 }
 
 // postStream is the response to one POSTed request, upgraded to SSE on the
@@ -94,6 +99,7 @@ type postStream struct {
 	id     json.RawMessage // the request's id, for the transport's own error answers
 	batch  *batchResponse  // the batch's shared response, for a request of a batch
 	feed   *listenFeed     // a listen stream's broadcasts (listen.go), else nil
+	span   trace.Span      // the request's span (trace.go), nil when tracing is off
 
 	// A resumable request's (post_resume.go): its stream's name in the
 	// event log, whether an event id went out on its response, and the

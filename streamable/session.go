@@ -438,6 +438,9 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		return
 	}
 	defer close(s.ended)
+	if !s.stateless {
+		s.h.log.Debug("lifeline: session ended", "session", logID(s.id), "cause", cause.Error())
+	}
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(ctx, s.id)
 	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || cause == errDiscarded || (s.h.shared && cause == errShutdown) {

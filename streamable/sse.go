@@ -242,6 +242,9 @@ func (s *sseStream) write(fn func() error) error {
 		_ = s.rc.SetWriteDeadline(time.Time{})
 	}
 	if err != nil {
+		if !s.closed && isWriteDeadline(err) {
+			traceWriteDeadline(s.ctx, err)
+		}
 		s.end(err)
 	}
 	s.mu.Unlock()
