@@ -42,7 +42,7 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, sess, env)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, span: span}
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, traced: span != nil}
 	// The whole request, response included, is work the session's
 	// termination waits for and cancels (cancelRunning; Shutdown only
 	// after a grace): its response writer is squeezed, so an answer that
@@ -84,7 +84,9 @@ func (p *postStream) run(body []byte) {
 	}
 	p.stopWriter()
 	p.respond(resp)
-	endRequestSpan(p.span, resp) // after the answer's write, whose deadline it may record
+	if p.traced { // after the answer's write, whose deadline it may record
+		endRequestSpan(trace.SpanFromContext(p.ctx), resp)
+	}
 }
 
 // postStream is the response to one POSTed request, upgraded to SSE on the
@@ -99,7 +101,6 @@ type postStream struct {
 	id     json.RawMessage // the request's id, for the transport's own error answers
 	batch  *batchResponse  // the batch's shared response, for a request of a batch
 	feed   *listenFeed     // a listen stream's broadcasts (listen.go), else nil
-	span   trace.Span      // the request's span (trace.go), nil when tracing is off
 
 	// A resumable request's (post_resume.go): its stream's name in the
 	// event log, whether an event id went out on its response, and the
@@ -115,6 +116,7 @@ type postStream struct {
 	detached       *time.Timer   // bounds the request once let go of (mu)
 	detachedDone   bool          // the request has returned: detached stays stopped (mu)
 	lastOK         bool          // the last send was recorded or written whole
+	traced         bool          // ctx holds the request's span (trace.go)
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by

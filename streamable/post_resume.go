@@ -61,7 +61,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	// (a deadline included) applies.
 	ctx, span := h.startRequestSpan(h.requestContext(context.WithoutCancel(r.Context()), r), r, sess, env)
 	ctx, cancel := context.WithCancelCause(ctx)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, span: span,
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, traced: span != nil,
 		resumable:   true,
 		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}
 	if !sess.beginWork(p) {
