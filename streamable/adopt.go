@@ -53,7 +53,7 @@ func (h *Handler) makeCopy(r *http.Request, id string) (*session, *failure) {
 	// Not the request's own context: other requests wait for this
 	// adoption, and must not fail because this one's client left. The
 	// store bounds the call.
-	rec, err := h.cfg.Store.Get(context.WithoutCancel(r.Context()), id)
+	rec, err := h.store.Get(context.WithoutCancel(r.Context()), id)
 	switch {
 	case isGone(err):
 		return nil, errSessionNotFound()

@@ -46,43 +46,43 @@ type batchResponse struct {
 func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(body, &items); err != nil {
-		writeFailure(w, errParse("the batch is not a JSON array of messages: "+err.Error()))
+		h.writeFailure(w, errParse("the batch is not a JSON array of messages: "+err.Error()))
 		return
 	}
 	switch {
 	case len(items) == 0:
-		writeFailure(w, errInvalidMessage("the batch is empty"))
+		h.writeFailure(w, errInvalidMessage("the batch is empty"))
 		return
 	case len(items) > maxBatchMessages:
-		writeFailure(w, errInvalidMessage(fmt.Sprintf("the batch holds %d messages; at most %d are served", len(items), maxBatchMessages)))
+		h.writeFailure(w, errInvalidMessage(fmt.Sprintf("the batch holds %d messages; at most %d are served", len(items), maxBatchMessages)))
 		return
 	}
 	if f := checkProtocolVersion(r); f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	var sess *session
 	if h.cfg.Stateless {
 		if v := headerValue(r.Header, headerProtocolVersion); v != "" && v != batchVersion {
-			writeFailure(w, errBatchVersion(v))
+			h.writeFailure(w, errBatchVersion(v))
 			return
 		}
 		sess = newSession(h, "stateless-"+rand.Text())
 		sess.stateless = true
 		sess.Initialize()
 		if f := h.addSession(sess); f != nil {
-			writeFailure(w, f)
+			h.writeFailure(w, f)
 			return
 		}
 		defer sess.terminate(context.Background(), errRequestDone)
 	} else {
 		var f *failure
 		if sess, f = h.session(r, true); f != nil {
-			writeFailure(w, f)
+			h.writeFailure(w, f)
 			return
 		}
 		if v := sess.ProtocolVersion(); v != batchVersion {
-			writeFailure(w, errBatchVersion(v))
+			h.writeFailure(w, errBatchVersion(v))
 			return
 		}
 	}
@@ -169,7 +169,9 @@ func (b *batchResponse) add(msg []byte) {
 func (b *batchResponse) upgrade(p *postStream, first ...[]byte) bool {
 	if b.sse == nil {
 		st := newSSEStream(b.ctx, b.w, p.h.cfg.WriteTimeout)
+		st.met = p.h.met
 		p.h.postStreams.Add(1)
+		p.h.met.streamOpened(streamPostSSE)
 		p.sess.addPostStream(st) // squeezed or closed if the session is terminating
 		p.sse = st
 		p.rs.stream.Store(st)
@@ -178,6 +180,7 @@ func (b *batchResponse) upgrade(p *postStream, first ...[]byte) bool {
 			// gave up waiting): the answers stay for the JSON array.
 			p.sess.removePostStream(st)
 			p.h.postStreams.Add(-1)
+			p.h.met.streamClosed(streamPostSSE)
 			return false
 		}
 		b.sse, b.answers = st, nil
@@ -215,9 +218,11 @@ func (h *Handler) finishBatch(b *batchResponse, sess *session) {
 		}
 		sess.removePostStream(b.sse)
 		h.postStreams.Add(-1)
+		h.met.streamClosed(streamPostSSE)
 		return
 	}
 	if len(b.answers) == 0 {
+		h.met.answered(causeAccepted)
 		b.w.WriteHeader(http.StatusAccepted)
 		return
 	}

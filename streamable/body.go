@@ -169,18 +169,18 @@ func (b *bodyReads) close() {
 // closed. Other methods are refused at once.
 func (h *Handler) refuseWithID(w http.ResponseWriter, r *http.Request, f *failure) {
 	if r.Method != http.MethodPost || r.ContentLength == 0 || r.ContentLength > h.cfg.MaxBodyBytes {
-		refuse(w, r, f)
+		h.refuse(w, r, f)
 		return
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(idPeekTimeout))
 	body, err := h.readLimited(w, r, h.cfg.MaxBodyBytes)
 	if err != nil || int64(len(body)) > h.cfg.MaxBodyBytes {
-		writeFailure(w, f.closing())
+		h.writeFailure(w, f.closing())
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	writeFailure(w, f.forRequest(itemID(body)))
+	h.writeFailure(w, f.forRequest(itemID(body)))
 }
 
 // idPeekTimeout bounds how long refuseWithID waits for a body.

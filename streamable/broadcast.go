@@ -6,8 +6,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
 
 // What mcp-go broadcasts (MCPServer.SendNotificationToAllClients: list
@@ -156,7 +154,7 @@ func (h *Handler) stopTap(ctx context.Context) {
 func (h *Handler) broadcast(n mcp.JSONRPCNotification) {
 	switch {
 	case h.clusterBcast.Load():
-		h.publishBroadcast(h.cfg.Store.(sessionstore.Broadcaster), n)
+		h.publishBroadcast(h.store.broadcaster(), n)
 	case h.bcastShared:
 		h.deliverHere(n) // not subscribed: what mcp-go would do alone
 	default:

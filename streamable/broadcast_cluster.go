@@ -69,8 +69,7 @@ func (h *Handler) clusterBroadcaster() sessionstore.Broadcaster {
 	if !h.shared {
 		return nil
 	}
-	b, _ := h.cfg.Store.(sessionstore.Broadcaster)
-	return b
+	return h.store.broadcaster()
 }
 
 // startBroadcastListener starts the listener goroutine and waits up to
@@ -175,6 +174,7 @@ func (h *Handler) consumeBroadcasts(sub sessionstore.Subscription) {
 			if !ok {
 				return
 			}
+			h.met.received()
 		case <-h.bcastCtx.Done():
 			return
 		}
@@ -394,7 +394,7 @@ func (h *Handler) keepForNextStream(s *session, n mcp.JSONRPCNotification) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(h.bcastCtx, h.cfg.CleanupTimeout)
-	lease, held, err := h.cfg.Store.StreamHolder(ctx, s.id)
+	lease, held, err := h.store.StreamHolder(ctx, s.id)
 	cancel()
 	if err == nil && held && !h.isLocalHolder(lease.Holder) {
 		return

@@ -80,7 +80,7 @@ func (h *Handler) isLocalHolder(holder string) bool {
 // publishReply sends a client's response that no local request was waiting
 // for to the replicas waiting on the session's bus.
 func (h *Handler) publishReply(ctx context.Context, sess *session, body []byte) error {
-	err := h.cfg.Store.Publish(ctx, sess.id, frame(frameReply, body))
+	err := h.store.Publish(ctx, sess.id, frame(frameReply, body))
 	if errors.Is(err, sessionstore.ErrNoSubscribers) {
 		return nil // nobody waits for it: a late answer, accepted and ignored
 	}
@@ -105,7 +105,7 @@ func deliverReply(sess *session, msg []byte) {
 func (h *Handler) endedInStore(id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.CleanupTimeout)
 	defer cancel()
-	_, err := h.cfg.Store.Get(ctx, id)
+	_, err := h.store.Get(ctx, id)
 	return isGone(err)
 }
 

@@ -122,7 +122,7 @@ func (h *Handler) answerProbe(g *getStream, b *busState) {
 	b.stopProbe()
 	ctx, cancel := context.WithTimeout(g.ctx, h.cfg.CleanupTimeout)
 	defer cancel()
-	err := h.cfg.Store.Publish(ctx, g.sess.id, []byte{frameAlive})
+	err := h.store.Publish(ctx, g.sess.id, []byte{frameAlive})
 	if err != nil && !isGone(err) && !errors.Is(err, sessionstore.ErrNoSubscribers) {
 		h.log.Warn("lifeline: answering a stream probe", "session", logID(g.sess.id), "err", err)
 	}
@@ -148,6 +148,8 @@ func (h *Handler) reprobe(g *getStream, b *busState) error {
 	h.log.Warn("lifeline: closing a dead GET stream for a client reconnecting on another replica (taken over)",
 		"session", logID(g.sess.id), "unanswered_pings", g.tracker.Unanswered())
 	g.close(errTakenOver)
+	h.met.deadPeer()
+	h.met.takeover()
 	return errTakenOver
 }
 
@@ -192,11 +194,11 @@ func (h *Handler) subscribeStream(r *http.Request, sess *session, holder string)
 	if !h.shared {
 		return streamSubs{}, nil
 	}
-	main, err := h.cfg.Store.Subscribe(r.Context(), sess.id)
+	main, err := h.store.Subscribe(r.Context(), sess.id)
 	if err != nil {
 		return streamSubs{}, h.storeFailure(err)
 	}
-	own, err := h.cfg.Store.SubscribeTopic(r.Context(), sess.id, holder)
+	own, err := h.store.SubscribeTopic(r.Context(), sess.id, holder)
 	if err != nil {
 		main.Close()
 		return streamSubs{}, h.storeFailure(err)
@@ -218,6 +220,7 @@ func (h *Handler) keepUnread(sess *session, msgs <-chan []byte) {
 			if !ok {
 				return
 			}
+			h.met.received()
 			sess.keep(decodeForwarded(m))
 		default:
 			return
@@ -247,14 +250,14 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder s
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	sub, err := h.cfg.Store.Subscribe(ctx, sess.id)
+	sub, err := h.store.Subscribe(ctx, sess.id)
 	if err != nil {
 		return false, h.waitFailure(ctx, err)
 	}
 	defer sub.Close()
 	// Nobody listening (ErrNoSubscribers) means the holder is gone without
 	// releasing its lease: the poll below takes it once it lapses.
-	if err := h.cfg.Store.Publish(ctx, sess.id, frame(frameProbe, []byte(holder))); err != nil && !errors.Is(err, sessionstore.ErrNoSubscribers) {
+	if err := h.store.Publish(ctx, sess.id, frame(frameProbe, []byte(holder))); err != nil && !errors.Is(err, sessionstore.ErrNoSubscribers) {
 		return false, h.waitFailure(ctx, err)
 	}
 	window := max(conflictGrace, time.Duration(h.cfg.MissedPongLimit)*h.probeWait()+h.probeWait()/2+remotePoll)
@@ -274,6 +277,7 @@ func (h *Handler) awaitRemoteStream(ctx context.Context, sess *session, holder s
 				}
 				return false, nil
 			}
+			h.met.received()
 			if len(m) == 1 && m[0] == frameAlive {
 				return false, nil
 			}
@@ -314,7 +318,7 @@ func (h *Handler) storeFailure(err error) *failure {
 
 // streamFree reports whether no unexpired lease holds the session's stream.
 func (h *Handler) streamFree(ctx context.Context, id string) (bool, error) {
-	_, held, err := h.cfg.Store.StreamHolder(ctx, id)
+	_, held, err := h.store.StreamHolder(ctx, id)
 	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
 		return false, err
 	}

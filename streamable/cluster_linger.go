@@ -80,6 +80,7 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 				if !ok {
 					return
 				}
+				h.met.received()
 				sess.keep(decodeForwarded(m))
 				sess.ensurePump(false)
 			case <-t.C:

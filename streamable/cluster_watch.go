@@ -94,7 +94,7 @@ func (s *session) runWatch(done chan struct{}) {
 // others (replies are taken by the requests and streams waiting for them)
 // and is dropped. Its subscription is closed when it returns.
 func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
-	sub, err := s.h.cfg.Store.Subscribe(s.ctx, s.id)
+	sub, err := s.h.store.Subscribe(s.ctx, s.id)
 	switch {
 	case isGone(err):
 		return s.ctx.Err() == nil, false, false, 0
@@ -115,6 +115,7 @@ func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
 			if !ok {
 				return s.ctx.Err() == nil && s.h.endedInStore(s.id), false, false, 0
 			}
+			s.h.met.received()
 		case <-s.ctx.Done():
 			return false, false, false, 0
 		case <-timer.C:

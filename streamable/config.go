@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -207,6 +208,16 @@ type Config struct {
 	// already holds a span, which stays the parent). Default
 	// otel.GetTextMapPropagator(), read on every traced request.
 	Propagator propagation.TextMapPropagator
+	// MeterProvider receives the transport's OpenTelemetry metrics: the
+	// MCP semantic conventions' mcp.server.operation.duration and
+	// mcp.server.session.duration, and lifeline's own lifeline.* (sessions,
+	// streams, heartbeats, HTTP answers by status and cause, writes,
+	// queues, store calls, bus, event log). No attribute carries a session
+	// id, a request id or any other value a client can vary without bound.
+	// Default otel.GetMeterProvider(): nothing is recorded until the
+	// application installs an SDK provider, and recording costs the
+	// request path no allocation.
+	MeterProvider metric.MeterProvider
 }
 
 // effective returns c with every default applied.

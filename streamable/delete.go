@@ -10,12 +10,12 @@ import (
 // pending server requests failed, and it is unregistered before the 200.
 func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 	if f := checkProtocolVersion(r); f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	sess, f := h.session(r, false)
 	if f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	ctx := context.WithoutCancel(h.requestContext(r.Context(), r))
@@ -23,18 +23,18 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 		// The store first: if it cannot terminate the session, nothing
 		// changes anywhere and the client is told so; once it has, the
 		// session is over on every replica, whoever ends the local copy.
-		if err := h.cfg.Store.Terminate(r.Context(), sess.id); err != nil {
+		if err := h.store.Terminate(r.Context(), sess.id); err != nil {
 			if isGone(err) {
 				sess.terminate(ctx, errEndedElsewhere)
-				writeFailure(w, errSessionNotFound())
+				h.writeFailure(w, errSessionNotFound())
 				return
 			}
-			writeFailure(w, errStore(err))
+			h.writeFailure(w, errStore(err))
 			return
 		}
 		if !sess.terminate(ctx, errDeletedInStore) && context.Cause(sess.ctx) == errDeletedInStore {
 			// Another DELETE on this replica got there first.
-			writeFailure(w, errSessionNotFound())
+			h.writeFailure(w, errSessionNotFound())
 			return
 		}
 		// The session's events go with it, as they do alone (its local
@@ -46,13 +46,15 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 				h.log.Warn("lifeline: purge the session's events", "session", logID(sess.id), "err", err)
 			}
 		}
+		h.met.answered(causeDeleted)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if !sess.terminate(ctx, errDeleted) {
 		// Another DELETE, expiry or Shutdown got there first.
-		writeFailure(w, h.goneAnswer())
+		h.writeFailure(w, h.goneAnswer())
 		return
 	}
+	h.met.answered(causeDeleted)
 	w.WriteHeader(http.StatusOK)
 }

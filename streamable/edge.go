@@ -74,6 +74,7 @@ func (h *Handler) applyCORS(w http.ResponseWriter, r *http.Request) bool {
 	}
 	hdr.Set("Access-Control-Allow-Headers", allow)
 	hdr.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAgeSeconds))
+	h.met.answered(causePreflight)
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }

@@ -47,20 +47,20 @@ type getStream struct {
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.DisableStreaming {
-		writeFailure(w, errStreamingDisabled())
+		h.writeFailure(w, errStreamingDisabled())
 		return
 	}
 	if !accepts(r, "text/event-stream") {
-		writeFailure(w, errNotAcceptableGet())
+		h.writeFailure(w, errNotAcceptableGet())
 		return
 	}
 	if f := checkProtocolVersion(r); f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	sess, f := h.session(r, true)
 	if f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	if h.cfg.EventLog != nil {
@@ -77,13 +77,13 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	holder := fmt.Sprintf("%s/%d", h.holder, h.streamSeq.Add(1))
 	subs, f := h.subscribeStream(r, sess, holder)
 	if f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	g, f := h.admitGet(sess, holder, w, r)
 	if f != nil {
 		subs.close()
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	g.subs = subs
@@ -154,7 +154,7 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 	if old := sess.liveGet(); old != nil {
 		return nil, old, nil
 	}
-	lease, err := h.cfg.Store.AcquireStream(r.Context(), sess.id, holder, h.leaseTTL())
+	lease, err := h.store.AcquireStream(r.Context(), sess.id, holder, h.leaseTTL())
 	switch {
 	case errors.Is(err, sessionstore.ErrStreamHeld) && h.shared:
 		return nil, nil, nil
@@ -175,6 +175,7 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 	// Only with replicas does the stream need a context of its own (store
 	// calls it ends must be cut short); alone it watches the request's.
 	g.init(r.Context(), w, h.cfg.WriteTimeout, h.shared, g.wake)
+	g.met = h.met
 	if h.sched != nil {
 		g.beat = h.sched.AddSignal(h.beatInterval(), g.wake)
 	}
@@ -220,9 +221,9 @@ func (h *Handler) leaseTTL() time.Duration {
 // It runs on the stream's handler, or (shared store) on the stream's
 // renewer (cluster_lease.go), one renewal at a time.
 func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionstore.Lease, error) {
-	l, err := h.cfg.Store.RenewStream(g.ctx, lease, h.leaseTTL())
+	l, err := h.store.RenewStream(g.ctx, lease, h.leaseTTL())
 	if errors.Is(err, sessionstore.ErrLeaseLost) {
-		l, err = h.cfg.Store.AcquireStream(g.ctx, g.sess.id, lease.Holder, h.leaseTTL())
+		l, err = h.store.AcquireStream(g.ctx, g.sess.id, lease.Holder, h.leaseTTL())
 	}
 	switch {
 	case err == nil:
@@ -300,6 +301,8 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 	h.log.Warn("lifeline: closing a dead GET stream for a reconnecting client (taken over)",
 		"session", logID(old.sess.id), "unanswered_pings", old.tracker.Unanswered())
 	old.close(errTakenOver)
+	h.met.deadPeer()
+	h.met.takeover()
 	return h.awaitExit(ctx, old, h.cfg.CleanupTimeout)
 }
 
@@ -316,6 +319,7 @@ func (h *Handler) runGet(g *getStream) {
 		}
 	}()
 	h.getStreams.Add(1)
+	h.met.streamOpened(streamGet)
 	if g.beat != nil {
 		defer g.beat.Remove()
 	}
@@ -325,7 +329,7 @@ func (h *Handler) runGet(g *getStream) {
 		sess.calls.forgetPings(g)
 		// The lease goes before the slot, so a GET that finds the slot
 		// free also finds the lease free.
-		if err := h.cfg.Store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
+		if err := h.store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
 			h.log.Warn("lifeline: release stream lease", "session", logID(sess.id), "err", err)
 		}
 		// With replicas, only now that no pump sees this stream as the
@@ -350,6 +354,7 @@ func (h *Handler) runGet(g *getStream) {
 		}
 		h.getStreams.Add(-1)
 		h.traceGetEnd(g)
+		h.met.streamClosed(streamGet)
 		g.markExited()
 	}()
 
@@ -367,7 +372,7 @@ func (h *Handler) runGet(g *getStream) {
 			h.freshStream(g, "it is not an id this transport issues")
 			if err := h.openGet(g); err != nil {
 				if !g.begun() {
-					writeFailure(g.w, h.goneAnswer())
+					h.writeFailure(g.w, h.goneAnswer())
 				}
 				return
 			}
@@ -377,7 +382,7 @@ func (h *Handler) runGet(g *getStream) {
 	} else if err := h.openGet(g); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
-			writeFailure(g.w, h.goneAnswer())
+			h.writeFailure(g.w, h.goneAnswer())
 		}
 		return
 	}
@@ -449,6 +454,7 @@ func (h *Handler) runGet(g *getStream) {
 				h.log.Warn("lifeline: closing a GET stream whose client stopped answering pings (peer dead)",
 					"session", logID(sess.id), "unanswered_pings", g.tracker.Unanswered())
 				g.close(errDeadPeer)
+				h.met.deadPeer()
 				return
 			}
 			if h.pings() && h.ping(g) != nil {
@@ -471,6 +477,7 @@ func (h *Handler) runGet(g *getStream) {
 				h.busClosed(g, bus)
 				return
 			}
+			h.met.received()
 			c := decodeForwarded(m)
 			msg, attempts, forwardedID = c.msg, c.attempts, c.id
 		case m, ok := <-bus.msgs:
@@ -478,6 +485,7 @@ func (h *Handler) runGet(g *getStream) {
 				h.busClosed(g, bus)
 				return
 			}
+			h.met.received()
 			if msg = h.onBusFrame(g, bus, m); msg == nil {
 				if bus.failed {
 					return
@@ -555,5 +563,6 @@ func (h *Handler) encodeNotification(sessionID string, n mcp.JSONRPCNotification
 func (h *Handler) ping(g *getStream) error {
 	id := g.sess.calls.newPing(g)
 	g.tracker.Sent()
+	h.met.ping()
 	return g.event(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
 }

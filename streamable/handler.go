@@ -87,6 +87,11 @@ type Handler struct {
 	sweepDone    chan struct{}
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// Metrics (metrics.go): the instruments, and Config.Store metered,
+	// which every store call goes through.
+	met   *meters
+	store meteredStore
 }
 
 // New returns a transport serving mcpServer with cfg (zero fields take their
@@ -108,7 +113,9 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		sweepDone: make(chan struct{}),
 		shared:    isShared(cfg.Store),
 		tracing:   newTracing(cfg),
+		met:       newMeters(cfg.MeterProvider),
 	}
+	h.store = meteredStore{inner: cfg.Store, m: h.met}
 	if h.shared {
 		h.callBase = callIDBase()
 	}
@@ -120,6 +127,9 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	h.versions = slices.Clone(mcp.ValidProtocolVersions)
 	if b := h.clusterBroadcaster(); b != nil {
 		h.bcastShared = true
+		if d, ok := cfg.Store.(sessionstore.BroadcastDropCounter); ok {
+			h.met.observeDrops(cfg.MeterProvider, d)
+		}
 		h.startBroadcastListener(b)
 		h.ensureTap()
 	}
@@ -134,7 +144,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 // ServeHTTP implements http.Handler for the MCP endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f := h.checkEdge(r); f != nil {
-		refuse(w, r, f)
+		h.refuse(w, r, f)
 		return
 	}
 	if h.applyCORS(w, r) {
@@ -145,7 +155,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
-		refuse(w, r, errModernMethod())
+		h.refuse(w, r, errModernMethod())
 		return
 	}
 	switch r.Method {
@@ -153,7 +163,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.servePost(w, r)
 	case http.MethodGet, http.MethodDelete:
 		if h.cfg.Stateless {
-			refuse(w, r, errStatelessMethod())
+			h.refuse(w, r, errStatelessMethod())
 			return
 		}
 		if r.Method == http.MethodGet {
@@ -162,18 +172,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveDelete(w, r)
 		}
 	default:
-		refuse(w, r, errMethodNotAllowed(h.cfg.Stateless, h.cfg.DisableStreaming))
+		h.refuse(w, r, errMethodNotAllowed(h.cfg.Stateless, h.cfg.DisableStreaming))
 	}
 }
 
 // refuse answers f to a request whose body has not been read: if it may
 // have one, the connection is closed (closing), so that net/http does not
 // read what the client is still sending before it answers.
-func refuse(w http.ResponseWriter, r *http.Request, f *failure) {
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	if r.ContentLength != 0 {
 		f.closing()
 	}
-	writeFailure(w, f)
+	h.writeFailure(w, f)
 }
 
 // Stats is a snapshot of what a Handler holds.
@@ -251,6 +261,10 @@ func (h *Handler) addSession(s *session) *failure {
 		h.modernSessions++
 	}
 	h.sessions[s.id] = s
+	if !s.stateless {
+		s.opened = time.Now()
+		h.met.sessionOpened()
+	}
 	return nil
 }
 
@@ -304,9 +318,9 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	}
 	var err error
 	if touch {
-		err = h.cfg.Store.Touch(r.Context(), id, h.cfg.IdleTTL)
+		err = h.store.Touch(r.Context(), id, h.cfg.IdleTTL)
 	} else {
-		_, err = h.cfg.Store.Get(r.Context(), id)
+		_, err = h.store.Get(r.Context(), id)
 	}
 	switch {
 	case err == nil:
@@ -348,6 +362,7 @@ func (h *Handler) stallThreshold() time.Duration {
 // 10th, 100th... refusal, so a flood cannot flood the log too.
 func (h *Handler) refused(sessionID, queue string, size int, squeezed bool) {
 	n := h.refusedCount.Add(1)
+	h.met.refusedMessage()
 	if !squeezed && !isPowerOf10(n) {
 		return
 	}
@@ -443,9 +458,9 @@ func (h *Handler) sweepOnce() {
 		}
 		var err error
 		if s.busy() {
-			err = h.cfg.Store.Touch(ctx, s.id, h.cfg.IdleTTL)
+			err = h.store.Touch(ctx, s.id, h.cfg.IdleTTL)
 		} else {
-			_, err = h.cfg.Store.Get(ctx, s.id)
+			_, err = h.store.Get(ctx, s.id)
 		}
 		switch {
 		case isGone(err):

@@ -83,6 +83,8 @@ move:
 	s.mu.Unlock()
 	if full {
 		s.h.refused(s.id, "session", s.h.cfg.QueueSize, false)
+	} else {
+		s.h.met.queuedMessage()
 	}
 	return true
 }

@@ -62,11 +62,11 @@ func eraOf(r *http.Request, params json.RawMessage) requestEra {
 func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelope, body []byte, era requestEra) {
 	id := env.requestID()
 	if env.Method == "" {
-		writeFailure(w, errModernResponse().forRequest(env.ID))
+		h.writeFailure(w, errModernResponse().forRequest(env.ID))
 		return
 	}
 	if f := h.checkModern(r, env, era); f != nil {
-		writeFailure(w, f.forRequest(id))
+		h.writeFailure(w, f.forRequest(id))
 		return
 	}
 	sess := newSession(h, "modern-"+rand.Text())
@@ -74,25 +74,26 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelo
 	var feed *listenFeed
 	if env.Method == methodListen && len(env.ID) > 0 {
 		if f := checkListenFilter(env.Params); f != nil {
-			writeFailure(w, f.forRequest(id))
+			h.writeFailure(w, f.forRequest(id))
 			return
 		}
 		var f *failure
 		if feed, f = h.listens.open(env.ID, h.cfg.MaxListenStreams); f != nil {
-			writeFailure(w, f.forRequest(id))
+			h.writeFailure(w, f.forRequest(id))
 			return
 		}
 		defer h.listens.close(feed)
 		sess.listen = true
 	}
 	if f := h.addSession(sess); f != nil {
-		writeFailure(w, f.forRequest(id))
+		h.writeFailure(w, f.forRequest(id))
 		return
 	}
 	defer sess.terminate(context.Background(), errRequestDone)
 	r = r.WithContext(mcpserver.WithSupportedProtocolVersions(r.Context(), h.versions))
 	if len(env.ID) == 0 {
 		h.notify(h.requestContext(r.Context(), r), sess, body)
+		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}

@@ -23,12 +23,12 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	body, f := h.readBody(w, r)
 	if f != nil {
-		writeFailure(w, f)
+		h.writeFailure(w, f)
 		return
 	}
 	if isBatch(body) {
 		if eraOf(r, nil).modern() {
-			writeFailure(w, errModernBatch())
+			h.writeFailure(w, errModernBatch())
 			return
 		}
 		h.serveBatch(w, r, body)
@@ -38,7 +38,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	if f != nil {
 		// A JSON object that is not a valid message still names its id,
 		// if it has one.
-		writeFailure(w, f.forRequest(itemID(body)))
+		h.writeFailure(w, f.forRequest(itemID(body)))
 		return
 	}
 	if era := eraOf(r, env.Params); era.modern() {
@@ -47,7 +47,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.cfg.Stateless {
 		if f := checkProtocolVersion(r); f != nil && env.Method != string(mcp.MethodInitialize) {
-			writeFailure(w, f.forRequest(env.requestID()))
+			h.writeFailure(w, f.forRequest(env.requestID()))
 			return
 		}
 		h.serveStateless(w, r, env, body)
@@ -58,35 +58,38 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f := checkProtocolVersion(r); f != nil {
-		writeFailure(w, f.forRequest(env.requestID()))
+		h.writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
 	if env.Method == "" && h.deliverLocal(r, env) {
+		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	sess, f := h.session(r, true)
 	if f != nil {
-		writeFailure(w, f.forRequest(env.requestID()))
+		h.writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
 	switch {
 	case env.Method == "":
 		if !sess.calls.deliver(env.ID, env.Result, env.Error) {
 			if !h.shared {
-				writeFailure(w, errUnknownResponseID(env.ID))
+				h.writeFailure(w, errUnknownResponseID(env.ID))
 				return
 			}
 			// Another replica may have sent the request: it listens on
 			// the session's bus for the answer.
 			if err := h.publishReply(r.Context(), sess, body); err != nil {
-				writeFailure(w, h.storeFailure(err))
+				h.writeFailure(w, h.storeFailure(err))
 				return
 			}
 		}
+		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 	case len(env.ID) == 0:
 		h.notify(h.requestContext(r.Context(), r), sess, body)
+		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 	default:
 		h.serveRequest(w, r, sess, env, body)
@@ -121,35 +124,35 @@ func (h *Handler) deliverLocal(r *http.Request, env envelope) bool {
 // the initialize request with the session id in Mcp-Session-Id.
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
 	if headerValue(r.Header, headerSessionID) != "" {
-		writeFailure(w, errInitializeWithSession().forRequest(env.ID))
+		h.writeFailure(w, errInitializeWithSession().forRequest(env.ID))
 		return
 	}
 	if len(env.ID) == 0 {
-		writeFailure(w, errInvalidMessage("initialize must be a request with an id"))
+		h.writeFailure(w, errInvalidMessage("initialize must be a request with an id"))
 		return
 	}
 	id := h.cfg.NewSessionID()
 	if !visibleASCII(id) {
-		writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
+		h.writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
 		return
 	}
 	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, nil, env)
 	sess, resp, f := h.createSession(ctx, id, env, body)
 	if f != nil {
 		endSpanFailed(span, f)
-		writeFailure(w, f.forRequest(env.ID))
+		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	if sess == nil {
 		// A failed initialize creates no session.
 		endRequestSpan(span, resp)
-		writeJSON(w, resp, "", h.cfg.WriteTimeout)
+		h.writeJSON(w, resp, "", h.cfg.WriteTimeout)
 		return
 	}
 	if span != nil {
 		span.SetAttributes(spanSessionID(id), semconv.McpProtocolVersion(sess.ProtocolVersion()))
 	}
-	writeJSON(w, resp, id, h.cfg.WriteTimeout)
+	h.writeJSON(w, resp, id, h.cfg.WriteTimeout)
 	endRequestSpan(span, resp)
 }
 
@@ -168,7 +171,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 	if h.shared {
 		params = env.Params
 	}
-	if err := h.cfg.Store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: params}, h.cfg.IdleTTL); err != nil {
+	if err := h.store.Create(ctx, sessionstore.Record{ID: id, ClientInfo: params}, h.cfg.IdleTTL); err != nil {
 		if errors.Is(err, sessionstore.ErrExists) {
 			return nil, nil, errInternal("the session id generator repeated an id")
 		}
@@ -190,7 +193,7 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 		return nil, resp, nil
 	}
 	rec := sessionstore.Record{ID: id, ProtocolVersion: sess.ProtocolVersion(), ClientInfo: params}
-	if err := h.cfg.Store.Update(ctx, rec); err != nil {
+	if err := h.store.Update(ctx, rec); err != nil {
 		if h.shared {
 			// Other replicas would adopt it without its protocol
 			// version: no session rather than a half-made one.
@@ -199,13 +202,14 @@ func (h *Handler) createSession(ctx context.Context, id string, env envelope, bo
 		}
 		h.log.Warn("lifeline: store update after initialize", "session", logID(id), "err", err)
 	}
+	h.met.sessionCreated()
 	return sess, resp, nil
 }
 
 // dropRecord removes the record of a session that never served a request:
 // its client never learnt the id, so nothing, not even a tombstone, is kept.
 func (h *Handler) dropRecord(id string) {
-	if err := h.cfg.Store.Remove(context.Background(), id); err != nil {
+	if err := h.store.Remove(context.Background(), id); err != nil {
 		h.log.Warn("lifeline: store remove of a refused session", "session", logID(id), "err", err)
 	}
 }

@@ -55,7 +55,7 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 			batch.fail(f.forRequest(env.ID))
 			return
 		}
-		writeFailure(w, f.forRequest(env.ID))
+		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	defer sess.endWork(p)
@@ -87,6 +87,14 @@ func (p *postStream) run(body []byte) {
 	if p.traced { // after the answer's write, whose deadline it may record
 		endRequestSpan(trace.SpanFromContext(p.ctx), resp)
 	}
+}
+
+// streamKind is the kind of stream the response is once upgraded.
+func (p *postStream) streamKind() streamKind {
+	if p.feed != nil {
+		return streamListen
+	}
+	return streamPostSSE
 }
 
 // postStream is the response to one POSTed request, upgraded to SSE on the
@@ -150,8 +158,10 @@ func (p *postStream) upgrade(first ...[]byte) bool {
 		return p.openRecorded(p.recordPriming(p.recordParent()), nil, first)
 	}
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	p.sse.met = p.h.met
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
+	p.h.met.streamOpened(p.streamKind())
 	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
 	return p.sse.start(first...) == nil
 }
@@ -233,27 +243,30 @@ func (p *postStream) finish() {
 	if p.sse != nil && p.batch == nil { // a batch's stream ends with the batch
 		p.sess.removePostStream(p.sse)
 		p.h.postStreams.Add(-1)
+		p.h.met.streamClosed(p.streamKind())
 	}
 }
 
 // writeJSON answers with one JSON-RPC message as application/json, under a
 // write deadline. A nil message is answered with 202 and no body.
-func writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, timeout time.Duration) {
+func (h *Handler) writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, timeout time.Duration) {
 	if sessionID != "" {
 		w.Header().Set(headerSessionID, sessionID)
 	}
 	if msg == nil {
+		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	b, err := json.Marshal(msg)
 	if err != nil {
-		writeFailure(w, errInternal("the response does not encode: "+err.Error()))
+		h.writeFailure(w, errInternal("the response does not encode: "+err.Error()))
 		return
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(timeout))
 	w.Header().Set("Content-Type", "application/json")
+	h.met.answered(causeOK)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(b, '\n'))
 	if rc.Flush() == nil {
@@ -267,12 +280,13 @@ func writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, 
 // read it.
 func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	if resp == nil {
+		p.h.met.answered(causeAccepted)
 		p.w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		writeFailure(p.w, errInternal("the response does not encode: "+err.Error()).forRequest(p.id))
+		p.h.writeFailure(p.w, errInternal("the response does not encode: "+err.Error()).forRequest(p.id))
 		return
 	}
 	b = append(b, '\n')
@@ -294,11 +308,13 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 			// cheaply than a header set here.
 			h.Set("Content-Length", strconv.Itoa(len(b)))
 		}
+		p.h.met.answered(modernCause(status))
 		p.w.WriteHeader(status)
 		_, _ = p.w.Write(b)
 		return
 	}
 	st := newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	st.met = p.h.met
 	// Written even if the session is terminating (squeezed then, or
 	// closed once its termination gave up waiting).
 	p.sess.addPostStream(st)
@@ -306,18 +322,35 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	err = st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
+		p.h.met.answered(modernCause(status))
 		p.w.WriteHeader(status)
 		return st.put(b) // in chunks: a slow reader's progress extends the deadline
 	})
 	if err != nil && !st.begun() {
-		writeFailure(p.w, p.h.goneAnswer().forRequest(p.id))
+		p.h.writeFailure(p.w, p.h.goneAnswer().forRequest(p.id))
 	}
 }
 
-// handle runs one request through the MCPServer. A panic in a handler is
-// answered as a JSON-RPC internal error instead of crashing the process
-// (net/http would recover it on its own goroutine, not on this worker).
-func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte) (resp mcp.JSONRPCMessage) {
+// handle runs one request through the MCPServer, timed in
+// mcp.server.operation.duration (metrics_operation.go).
+func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte) mcp.JSONRPCMessage {
+	start := h.met.opStart()
+	resp := h.handleMessage(ctx, cs, id, body)
+	if !start.IsZero() {
+		var version string
+		if v, ok := cs.(interface{ ProtocolVersion() string }); ok {
+			version = v.ProtocolVersion()
+		}
+		h.met.operation(start, body, version, resp)
+	}
+	return resp
+}
+
+// handleMessage runs one request through the MCPServer. A panic in a
+// handler is answered as a JSON-RPC internal error instead of crashing the
+// process (net/http would recover it on its own goroutine, not on this
+// worker).
+func (h *Handler) handleMessage(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte) (resp mcp.JSONRPCMessage) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.log.Error("lifeline: panic while handling a request", "session", logID(cs.SessionID()), "panic", v)

@@ -68,7 +68,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		cancel(nil)
 		f := h.goneAnswer()
 		endSpanFailed(span, f)
-		writeFailure(w, f.forRequest(env.ID))
+		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	p.prepare()
@@ -225,8 +225,10 @@ func (p *postStream) recordPriming(parent context.Context) string {
 // flush.
 func (p *postStream) openRecorded(prime string, ids []string, msgs [][]byte) bool {
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
+	p.sse.met = p.h.met
 	p.rs.stream.Store(p.sse)
 	p.h.postStreams.Add(1)
+	p.h.met.streamOpened(p.streamKind())
 	p.sess.addPostStream(p.sse) // squeezed or closed if the session is terminating
 	opening := ""
 	if prime != "" {

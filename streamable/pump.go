@@ -230,9 +230,9 @@ func (s *session) clearPumpLocked(done chan struct{}) {
 func (s *session) forward(msg []byte) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, s.h.cfg.CleanupTimeout)
 	defer cancel()
-	lease, held, err := s.h.cfg.Store.StreamHolder(ctx, s.id)
+	lease, held, err := s.h.store.StreamHolder(ctx, s.id)
 	if err == nil && held && !s.h.isLocalHolder(lease.Holder) {
-		if err = s.h.cfg.Store.PublishTopic(ctx, s.id, lease.Holder, msg); err == nil {
+		if err = s.h.store.PublishTopic(ctx, s.id, lease.Holder, msg); err == nil {
 			return true
 		}
 	}

@@ -77,11 +77,15 @@ func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 func (r *requestSession) UpgradeToSSEWhenReceiveNotification() {
 	n, _ := r.queues()
 	if len(n) < cap(n) || r.awaitRoom(n) {
+		r.h.met.queuedMessage()
 		return
 	}
 	squeezed := false
 	if st := r.stream.Load(); st != nil {
 		squeezed = st.squeeze(r.h.stallThreshold())
+	}
+	if squeezed {
+		r.h.met.squeezed()
 	}
 	r.h.refused(r.id, "request", cap(r.notifications), squeezed)
 }

@@ -77,6 +77,9 @@ func (h *Handler) recordOn(parent context.Context, sess *session, stream string,
 		}
 		return ""
 	}
+	if len(msg) > 0 {
+		h.met.recorded()
+	}
 	return id
 }
 
@@ -126,7 +129,7 @@ func (h *Handler) replay(g *getStream) bool {
 		opened = true
 		if err := h.openGet(g); err != nil {
 			if !g.begun() {
-				writeFailure(g.w, h.goneAnswer())
+				h.writeFailure(g.w, h.goneAnswer())
 			}
 			return err
 		}
@@ -151,6 +154,7 @@ func (h *Handler) replay(g *getStream) bool {
 			if wrote = g.eventWithID(id, ev.msg); wrote != nil {
 				break
 			}
+			h.met.replayed(1)
 			if g.replayed == nil {
 				g.replayed = make(map[string]bool)
 			}
@@ -168,7 +172,7 @@ func (h *Handler) replay(g *getStream) bool {
 		h.freshStream(g, "the event log does not hold it")
 		return open() == nil
 	case err != nil: // nothing was written yet
-		writeFailure(g.w, errStore(fmt.Errorf("replay events: %w", err)))
+		h.writeFailure(g.w, errStore(fmt.Errorf("replay events: %w", err)))
 		return false
 	case stream != getStreamID:
 		// A request stream's log id under the GET stream's name: nothing

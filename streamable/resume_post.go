@@ -45,7 +45,7 @@ func (h *Handler) lostAfter() time.Duration { return 3 * h.cfg.HeartbeatInterval
 // from (Last-Event-ID lastID).
 func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *session, lastID, stream, from string) {
 	if !sess.addResumer() {
-		writeFailure(w, errTooManyResumes(maxResumedStreams))
+		h.writeFailure(w, errTooManyResumes(maxResumedStreams))
 		return
 	}
 	defer sess.removeResumer()
@@ -55,6 +55,9 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 	wake := make(chan struct{}, 1)
 	st := &sseStream{}
 	st.init(r.Context(), w, h.cfg.WriteTimeout, true, wake)
+	st.met = h.met
+	h.met.streamOpened(streamResume)
+	defer h.met.streamClosed(streamResume)
 	sess.addPostStream(st) // DELETE and Shutdown end it
 	defer sess.removePostStream(st)
 	defer st.close(errStreamClosed)
@@ -81,10 +84,10 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 			if errors.Is(err, sessionstore.ErrUnknownEventID) {
 				h.log.Warn("lifeline: a GET's Last-Event-ID names a request stream the event log does not hold",
 					"session", logID(sess.id), "err", err)
-				writeFailure(w, errUnknownEventID(lastID))
+				h.writeFailure(w, errUnknownEventID(lastID))
 				return
 			}
-			writeFailure(w, errStore(fmt.Errorf("replay events: %w", err)))
+			h.writeFailure(w, errStore(fmt.Errorf("replay events: %w", err)))
 			return
 		case err != nil:
 			h.log.Warn("lifeline: event log failed during a request stream's replay; closing it",
@@ -152,6 +155,7 @@ func (h *Handler) replayPost(st *sseStream, sess *session, stream string, cursor
 		if wrote = st.eventWithID(wireEventID(stream, ev.id), ev.msg); wrote != nil {
 			return got, false, wrote, nil
 		}
+		h.met.replayed(1)
 		if isFinalResponse(ev.msg) {
 			return got, true, nil, nil
 		}

@@ -95,6 +95,10 @@ type session struct {
 	home        bool
 	idlePending atomic.Int32
 
+	// opened is when the handler began holding the session (addSession),
+	// for its metrics (metrics.go); zero for an ephemeral one.
+	opened time.Time
+
 	stateless bool // an ephemeral session serving one stateless request
 	modern    bool // stateless too: serving one 2026-07-28 request
 	listen    bool // modern too: serving a subscriptions/listen stream
@@ -188,6 +192,7 @@ func (s *session) UpgradeToSSEWhenReceiveNotification() {
 		if s.h.shared {
 			s.ensurePump(true)
 		}
+		s.h.met.queuedMessage()
 		return
 	}
 	if s.h.shared {
@@ -196,6 +201,9 @@ func (s *session) UpgradeToSSEWhenReceiveNotification() {
 	squeezed := false
 	if g := s.liveGet(); g != nil {
 		squeezed = g.squeeze(s.h.stallThreshold())
+	}
+	if squeezed {
+		s.h.met.squeezed()
 	}
 	s.h.refused(s.id, "session", cap(q.notifications), squeezed)
 }
@@ -317,6 +325,7 @@ func (s *session) keep(c carried) {
 	s.mu.Lock()
 	s.carry = append(s.carry, c)
 	s.mu.Unlock()
+	s.h.met.carriedMessage()
 }
 
 // writeFailed keeps c, whose write on a stream failed with err, for the
@@ -442,6 +451,13 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		s.h.log.Debug("lifeline: session ended", "session", logID(s.id), "cause", cause.Error())
 	}
 	s.h.removeSession(s.id)
+	if !s.opened.IsZero() {
+		opened := s.opened
+		if s.h.shared && cause == errShutdown {
+			opened = time.Time{} // it lives on, on the other replicas
+		}
+		s.h.met.sessionEnded(cause, s.ProtocolVersion(), opened)
+	}
 	s.h.mcp.UnregisterSession(ctx, s.id)
 	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || cause == errDiscarded || (s.h.shared && cause == errShutdown) {
 		return // never stored, already ended there, removed by the caller, or kept for the other replicas
@@ -451,7 +467,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 			s.h.log.Warn("lifeline: purge the session's events", "session", logID(s.id), "err", err)
 		}
 	}
-	if err := s.h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
+	if err := s.h.store.Terminate(ctx, s.id); err != nil && !isGone(err) {
 		s.h.log.Warn("lifeline: store terminate failed", "session", logID(s.id), "err", err)
 	}
 }

@@ -142,6 +142,7 @@ func (t *callTable) deliver(rawID json.RawMessage, result, rpcErr json.RawMessag
 	switch {
 	case g != nil:
 		g.tracker.Pong()
+		g.sess.h.met.pong()
 	case ch != nil:
 		r := callResult{result: result}
 		if len(rpcErr) > 0 && string(rpcErr) != "null" {
@@ -195,7 +196,7 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 	if s.h.shared {
 		// If the store cannot be listened to, an answer POSTed to this
 		// replica still arrives; one POSTed elsewhere cannot.
-		if sub, err := s.h.cfg.Store.Subscribe(ctx, s.id); err == nil {
+		if sub, err := s.h.store.Subscribe(ctx, s.id); err == nil {
 			defer sub.Close()
 			replies = sub.Messages()
 		} else if isGone(err) {
@@ -217,8 +218,10 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 		return nil, fmt.Errorf("lifeline: encode %s request: %w", method, err)
 	}
 	if !s.calls.enqueue(route.requests, msg, id) {
+		s.h.met.refusedMessage()
 		return nil, fmt.Errorf("%w (%s)", errQueueFull, method)
 	}
+	s.h.met.queuedMessage()
 	answered := false
 	defer func() {
 		if s.calls.settle(msg) && !answered {
@@ -249,6 +252,7 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 				}
 				continue
 			}
+			s.h.met.received()
 			deliverReply(s, m)
 		case <-ctx.Done():
 			waiting = false

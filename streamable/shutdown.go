@@ -37,6 +37,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	// The sweeper stops between sessions; an expiry in progress takes at
 	// most the cleanup timeout, and is joined at the end.
 	defer func() { <-h.sweepDone }()
+	defer h.met.stop()
 
 	sessions := h.snapshot()
 	var exits []<-chan struct{}

@@ -32,6 +32,9 @@ type sseStream struct {
 	cancel context.CancelCauseFunc
 	// wake, when set, gets a signal (without blocking) when the stream ends.
 	wake chan<- struct{}
+	// met, when set, counts the stream's opening and the writes that hit
+	// their deadline (metrics.go).
+	met *meters
 
 	mu           sync.Mutex // guards the fields below and the write deadline
 	writeTimeout time.Duration
@@ -149,6 +152,9 @@ func (s *sseStream) open(fn func() error) error {
 	s.mu.Lock()
 	s.opening = false
 	s.mu.Unlock()
+	if s.met != nil && s.begun() {
+		s.met.answered(causeStream)
+	}
 	return err
 }
 
@@ -244,6 +250,10 @@ func (s *sseStream) write(fn func() error) error {
 	if err != nil {
 		if !s.closed && isWriteDeadline(err) {
 			traceWriteDeadline(s.ctx, err)
+		}
+		if s.met != nil && !s.closed {
+			// Not interrupted by close (which also uses a deadline).
+			s.met.deadlineExceeded(err)
 		}
 		s.end(err)
 	}

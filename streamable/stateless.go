@@ -24,19 +24,20 @@ var errModernCall = errors.New("lifeline: protocol version 2026-07-28 has no ser
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env envelope, body []byte) {
 	if env.Method == "" {
 		// No server request was ever sent, so no answer can be expected.
-		writeFailure(w, errUnknownResponseID(env.ID))
+		h.writeFailure(w, errUnknownResponseID(env.ID))
 		return
 	}
 	sess := newSession(h, "stateless-"+rand.Text())
 	sess.stateless = true
 	sess.Initialize()
 	if f := h.addSession(sess); f != nil {
-		writeFailure(w, f.forRequest(env.ID))
+		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	defer sess.terminate(context.Background(), errRequestDone)
 	if len(env.ID) == 0 {
 		h.notify(h.requestContext(r.Context(), r), sess, body)
+		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}

@@ -30,9 +30,10 @@ type failure struct {
 	id         json.RawMessage
 	retryAfter time.Duration
 	allow      string
-	data       any  // the JSON-RPC error's data, if any
-	storeDown  bool // the store failed (errStore): a degraded path may still serve
-	closeConn  bool // answered with Connection: close (the body was not read whole)
+	data       any         // the JSON-RPC error's data, if any
+	storeDown  bool        // the store failed (errStore): a degraded path may still serve
+	closeConn  bool        // answered with Connection: close (the body was not read whole)
+	cause      answerCause // lifeline.cause of lifeline.http.responses (metrics_causes.go)
 }
 
 // closing marks f to close the connection after it is written, and
@@ -48,64 +49,64 @@ func (f *failure) Error() string { return fmt.Sprintf("%d: %s", f.status, f.mess
 
 // 400 Bad Request.
 func errMissingSessionID() *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeMissingSessionID, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: "Bad Request: Mcp-Session-Id header is required (send initialize first to get one)"}
 }
 
 func errInitializeWithSession() *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeInitializeWithSession, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: "Bad Request: initialize must not carry an Mcp-Session-Id header"}
 }
 
 func errParse(detail string) *failure {
-	return &failure{status: http.StatusBadRequest, code: codeParseError,
+	return &failure{cause: causeParseError, status: http.StatusBadRequest, code: codeParseError,
 		message: "Parse error: " + detail}
 }
 
 func errInvalidMessage(detail string) *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeInvalidMessage, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: "Invalid Request: " + detail}
 }
 
 func errUnsupportedVersion(v string) *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeUnsupportedVersion, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, supportedVersionList)}
 }
 
 func errBatchVersion(v string) *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeBatchVersion, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: fmt.Sprintf("Invalid Request: JSON-RPC batches are part of protocol version %s only, and this request uses %s; send one message per POST", batchVersion, v)}
 }
 
 func errUnknownResponseID(id json.RawMessage) *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest, id: id,
+	return &failure{cause: causeUnknownResponseID, status: http.StatusBadRequest, code: codeInvalidRequest, id: id,
 		message: fmt.Sprintf("Bad Request: no request with id %s was sent to this session", id)}
 }
 
 // 2026-07-28 request validation (400): the codes that version defines.
 func errModernHeader(message string) *failure {
-	return &failure{status: http.StatusBadRequest, code: mcp.HEADER_MISMATCH,
+	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: mcp.HEADER_MISMATCH,
 		message: "Bad Request: " + message}
 }
 
 func errModernMeta(message string) *failure {
-	return &failure{status: http.StatusBadRequest, code: mcp.INVALID_PARAMS,
+	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: mcp.INVALID_PARAMS,
 		message: "Invalid params: " + message}
 }
 
 func errModernVersion(requested string, supported []string) *failure {
-	return &failure{status: http.StatusBadRequest, code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
+	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
 		message: fmt.Sprintf("Unsupported protocol version %q (supported: %s)", requested, strings.Join(supported, ", ")),
 		data:    mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: requested}}
 }
 
 func errModernResponse() *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: "Invalid Request: protocol version 2026-07-28 has no server-to-client requests, so a client never sends a response; multi round-trip results replace them"}
 }
 
 func errModernBatch() *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: "Invalid Request: protocol version 2026-07-28 has no JSON-RPC batches; send one message per POST"}
 }
 
@@ -127,18 +128,18 @@ func modernErrorStatus(code int) int {
 
 // 403 Forbidden.
 func errForbiddenHost(host string) *failure {
-	return &failure{status: http.StatusForbidden, code: codeInvalidRequest,
+	return &failure{cause: causeForbiddenHost, status: http.StatusForbidden, code: codeInvalidRequest,
 		message: fmt.Sprintf("Forbidden: Host %q is not a local name, but the request reached a loopback listener (DNS rebinding protection)", host)}
 }
 
 func errForbiddenOrigin(origin string) *failure {
-	return &failure{status: http.StatusForbidden, code: codeInvalidRequest,
+	return &failure{cause: causeForbiddenOrigin, status: http.StatusForbidden, code: codeInvalidRequest,
 		message: fmt.Sprintf("Forbidden: Origin %q is not allowed", origin)}
 }
 
 // 404 Not Found: unknown, expired or terminated sessions alike.
 func errSessionNotFound() *failure {
-	return &failure{status: http.StatusNotFound, code: codeSessionNotFound,
+	return &failure{cause: causeUnknownSession, status: http.StatusNotFound, code: codeSessionNotFound,
 		message: "Session not found"}
 }
 
@@ -160,99 +161,99 @@ func errMethodNotAllowed(stateless, noStreaming bool) *failure {
 	case noStreaming:
 		allow, use = "POST, DELETE", "POST or DELETE"
 	}
-	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: allow,
+	return &failure{cause: causeMethodNotAllowed, status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: allow,
 		message: "Method Not Allowed: use " + use}
 }
 
 func errStreamingDisabled() *failure {
-	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
+	return &failure{cause: causeMethodNotAllowed, status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
 		message: "Method Not Allowed: this server offers no standalone GET stream"}
 }
 
 func errModernMethod() *failure {
-	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST",
+	return &failure{cause: causeMethodNotAllowed, status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST",
 		message: "Method Not Allowed: protocol version 2026-07-28 has no sessions and no standalone stream; use POST"}
 }
 
 func errStatelessMethod() *failure {
-	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST",
+	return &failure{cause: causeMethodNotAllowed, status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST",
 		message: "Method Not Allowed: this server is stateless; it has no sessions and no standalone stream"}
 }
 
 // 406 Not Acceptable.
 func errNotAcceptablePost() *failure {
-	return &failure{status: http.StatusNotAcceptable, code: codeServerError,
+	return &failure{cause: causeNotAcceptable, status: http.StatusNotAcceptable, code: codeServerError,
 		message: "Not Acceptable: Accept must list both application/json and text/event-stream"}
 }
 
 func errNotAcceptableGet() *failure {
-	return &failure{status: http.StatusNotAcceptable, code: codeServerError,
+	return &failure{cause: causeNotAcceptable, status: http.StatusNotAcceptable, code: codeServerError,
 		message: "Not Acceptable: Accept must list text/event-stream"}
 }
 
 func errUnknownEventID(id string) *failure {
-	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+	return &failure{cause: causeUnknownEventID, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: fmt.Sprintf("Bad Request: Last-Event-ID %q names a request's stream that this session's event log does not hold (expired, evicted, another session's, or never issued): it cannot be resumed", clip(id, 80))}
 }
 
 // 409 Conflict.
 func errTooManyResumes(limit int) *failure {
-	return &failure{status: http.StatusConflict, code: codeServerError,
+	return &failure{cause: causeTooManyResumes, status: http.StatusConflict, code: codeServerError,
 		message: fmt.Sprintf("Conflict: this session already has %d resumed request streams open", limit)}
 }
 
 func errStreamConflict() *failure {
-	return &failure{status: http.StatusConflict, code: codeServerError,
+	return &failure{cause: causeConflict, status: http.StatusConflict, code: codeServerError,
 		message: "Conflict: Only one SSE stream is allowed per session, and this session's stream is live"}
 }
 
 // 408 Request Timeout.
 func errBodyTimeout(limit time.Duration) *failure {
-	return &failure{status: http.StatusRequestTimeout, code: codeInvalidRequest,
+	return &failure{cause: causeBodyTimeout, status: http.StatusRequestTimeout, code: codeInvalidRequest,
 		message: fmt.Sprintf("Request Timeout: the request body did not arrive within %s", limit)}
 }
 
 // 413 Content Too Large.
 func errBodyTooLarge(limit int64) *failure {
-	return &failure{status: http.StatusRequestEntityTooLarge, code: codeInvalidRequest,
+	return &failure{cause: causeBodyTooLarge, status: http.StatusRequestEntityTooLarge, code: codeInvalidRequest,
 		message: fmt.Sprintf("Request body exceeds the limit of %d bytes", limit)}
 }
 
 // 415 Unsupported Media Type.
 func errContentType(got string) *failure {
-	return &failure{status: http.StatusUnsupportedMediaType, code: codeInvalidRequest,
+	return &failure{cause: causeContentType, status: http.StatusUnsupportedMediaType, code: codeInvalidRequest,
 		message: fmt.Sprintf("Unsupported Media Type: Content-Type must be application/json, got %q", got)}
 }
 
 // 503 Service Unavailable.
 func errTooManyListenStreams(limit int, retry time.Duration) *failure {
-	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
+	return &failure{cause: causeOverloaded, status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d subscriptions/listen streams; retry later", limit)}
 }
 
 func errTooManyModernRequests(limit int, retry time.Duration) *failure {
-	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
+	return &failure{cause: causeOverloaded, status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Service Unavailable: the server is serving its maximum of %d 2026-07-28 requests at once; retry later", limit)}
 }
 
 func errTooManySessions(limit int, retry time.Duration) *failure {
-	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
+	return &failure{cause: causeOverloaded, status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Service Unavailable: the server holds its maximum of %d sessions; retry later", limit)}
 }
 
 func errShuttingDown() *failure {
-	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: DefaultRetryAfter,
+	return &failure{cause: causeShuttingDown, status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: DefaultRetryAfter,
 		message: "Service Unavailable: the server is shutting down"}
 }
 
 func errStore(err error) *failure {
-	return &failure{status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: time.Second, storeDown: true,
+	return &failure{cause: causeStoreUnavailable, status: http.StatusServiceUnavailable, code: codeServerError, retryAfter: time.Second, storeDown: true,
 		message: "Service Unavailable: session store error: " + err.Error()}
 }
 
 // 500 Internal Server Error.
 func errInternal(detail string) *failure {
-	return &failure{status: http.StatusInternalServerError, code: codeServerError,
+	return &failure{cause: causeInternal, status: http.StatusInternalServerError, code: codeServerError,
 		message: "Internal error: " + detail}
 }
 
@@ -268,6 +269,13 @@ func (f *failure) forRequest(id json.RawMessage) *failure {
 	}
 	f.id = id
 	return f
+}
+
+// writeFailure answers with f's status and JSON-RPC error body, and counts
+// the answer (lifeline.http.responses).
+func (h *Handler) writeFailure(w http.ResponseWriter, f *failure) {
+	h.met.answered(f.cause)
+	writeFailure(w, f)
 }
 
 // writeFailure answers with f's status and JSON-RPC error body.

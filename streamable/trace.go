@@ -27,9 +27,6 @@ import (
 // trace. With no provider installed nothing here runs on the request path
 // but one check (tracing.on).
 
-// scopeName is the instrumentation scope of lifeline's telemetry.
-const scopeName = "github.com/lifeline-mcp/lifeline/streamable"
-
 // Span events.
 const (
 	eventTakenOver      = "lifeline.stream.taken_over"
