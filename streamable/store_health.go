@@ -2,7 +2,11 @@ package streamable
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
 
 // The store's health, as the log tells it: one Warn line when the store
@@ -31,4 +35,22 @@ func (h *Handler) storeAnswered() {
 	}
 	h.log.Info("lifeline: the store answers again",
 		"down_for", time.Since(time.Unix(0, h.storeDownAt.Load())).Round(time.Millisecond))
+}
+
+// storeProbeID names no session: CheckStore asks the store for its record.
+const storeProbeID = "lifeline-store-probe"
+
+// CheckStore asks the store a question as cheap as any (the record of a
+// session id that names none) and returns an error if it did not answer
+// within ctx, nil if it did. An answer or a failure counts, for the log,
+// as any store call does (one line when the store becomes unreachable, one
+// when it answers again). A readiness check calls it.
+func (h *Handler) CheckStore(ctx context.Context) error {
+	_, err := h.cfg.Store.Get(ctx, storeProbeID)
+	if err == nil || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, sessionstore.ErrTerminated) {
+		h.storeAnswered()
+		return nil
+	}
+	h.storeFailed(ctx, "probe", err)
+	return fmt.Errorf("lifeline: the session store does not answer: %w", err)
 }
