@@ -7,7 +7,8 @@
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
 //	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline-demo:]
-//	    [-drain-delay 5s] [-shutdown-timeout 10s]
+//	    [-drain-delay 5s] [-shutdown-timeout 10s] [-metrics]
+//	    [-otlp 127.0.0.1:4318]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
@@ -17,7 +18,14 @@
 //
 // Health checks for a load balancer or Kubernetes are served on the same
 // listener: /readyz (200 while serving, 503 from the first SIGTERM or
-// SIGINT on) and /livez (200 until the server has shut down). On SIGTERM or
+// SIGINT on, and while the session store does not answer) and /livez with
+// its alias /healthz (200 until the server has shut down).
+//
+// With -metrics, the transport's OpenTelemetry metrics (the MCP semantic
+// conventions' mcp_server_* and lifeline's own lifeline_*) are served in
+// the Prometheus text format at /metrics on the same listener, through
+// OpenTelemetry's Prometheus exporter. With -otlp, a span per MCP request
+// is exported over OTLP/HTTP to the collector named. On SIGTERM or
 // SIGINT the demo drains: readiness turns 503 at once, the demo goes on
 // serving for -drain-delay so that the load balancer notices, then shuts
 // down within -shutdown-timeout (new requests get 503, streams close,
@@ -93,6 +101,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		"on SIGTERM or SIGINT, how long /readyz answers 503 while the demo still serves, before it shuts down")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout,
 		"how long shutdown lets running calls finish before it cancels them and exits")
+	metrics := fs.Bool("metrics", false, "serve the transport's OpenTelemetry metrics in the Prometheus text format at "+metricsPath)
+	otlp := fs.String("otlp", "", "export traces over OTLP/HTTP to this collector: host:port or URL (e.g. 127.0.0.1:4318; the path defaults to /v1/traces)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,6 +120,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 			return errors.New("-redis-prefix must not be empty: it names the application whose sessions the replicas share")
 		}
 	}
+	tel, err := newTelemetry(*metrics, *otlp)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After Shutdown: the last spans are flushed.
+		ctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+		defer cancel()
+		if cerr := tel.close(ctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("telemetry: %w", cerr))
+		}
+	}()
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
@@ -133,7 +155,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		mcpServer = demotools.NewServer("lifeline-demo", "0.1.0")
 	}
 	mux := http.NewServeMux()
-	srv := server.New(mcpServer,
+	srv := server.New(mcpServer, append(tel.opts,
 		server.WithHeartbeatInterval(*hb),
 		server.WithSessionIdleTTL(*idle),
 		server.WithWriteTimeout(*wt),
@@ -143,11 +165,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}),
+		}))...,
 	)
 	mux.Handle(server.DefaultEndpointPath, srv)
 	mux.Handle(readyPath, srv.ReadinessHandler())
 	mux.Handle(livePath, srv.LivenessHandler())
+	mux.Handle(healthzPath, srv.LivenessHandler())
+	if tel.metrics != nil {
+		mux.Handle(metricsPath, tel.metrics)
+	}
 	if *debug {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -157,7 +183,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 
 	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
-		"readyz", readyPath, "livez", livePath, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
+		"readyz", readyPath, "livez", livePath, "metrics", tel.metrics != nil, "otlp", *otlp, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
 		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt, "debug", *debug, "everything", *everythingMode},
 		storeAttrs...)...)
 	served := make(chan error, 1)
@@ -195,6 +221,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 const (
 	readyPath              = "/readyz"
 	livePath               = "/livez"
+	healthzPath            = "/healthz" // liveness, under the name many probes expect
 	defaultDrainDelay      = 5 * time.Second
 	defaultShutdownTimeout = 10 * time.Second
 )
