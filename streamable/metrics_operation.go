@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -154,4 +155,23 @@ func boundedVersion(version string) string {
 		return version
 	}
 	return otherValue
+}
+
+// sessionVersion is the protocol version a request on cs runs under: its
+// session's, or 2026-07-28 for a request of that version (which has no
+// session to negotiate one).
+func sessionVersion(cs server.ClientSession) string {
+	var s *session
+	switch v := cs.(type) {
+	case *requestSession:
+		s = v.session
+	case *session:
+		s = v
+	default:
+		return ""
+	}
+	if s.modern {
+		return mcp.ProtocolVersion20260728
+	}
+	return s.ProtocolVersion()
 }

@@ -337,11 +337,7 @@ func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.R
 	start := h.met.opStart()
 	resp := h.handleMessage(ctx, cs, id, body)
 	if !start.IsZero() {
-		var version string
-		if v, ok := cs.(interface{ ProtocolVersion() string }); ok {
-			version = v.ProtocolVersion()
-		}
-		h.met.operation(start, body, version, resp)
+		h.met.operation(start, body, sessionVersion(cs), resp)
 	}
 	return resp
 }
