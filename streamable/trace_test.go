@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -279,19 +280,32 @@ func TestTraceDeadPeerEvent(t *testing.T) {
 
 func TestTraceTakeoverEvent(t *testing.T) {
 	r := newTraceRig(t, streamable.Config{HeartbeatInterval: 100 * time.Millisecond})
-	c := r.session()
-	first := r.stream(c)
 	ctx := testutil.Context(t, wait)
-	ping, err := first.NextMatching(ctx, isPing)
-	if err != nil {
-		t.Fatal(err)
+	// The silent stream's own heartbeat can find it dead before the new
+	// GET's probe does (a dead peer, no takeover): then again, a few times.
+	for try := 1; ; try++ {
+		c := r.session()
+		first := r.stream(c)
+		ping, err := first.NextMatching(ctx, isPing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Reply(ctx, ping.ID, map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		r.stream(c) // probes the silent first stream and takes over
+		s := r.span("lifeline.stream", attribute.String("mcp.session.id", sessionName(c.SessionID)))
+		var got []string
+		for _, e := range s.Events() {
+			got = append(got, e.Name)
+		}
+		if slices.Equal(got, []string{"lifeline.peer.dead", "lifeline.stream.taken_over"}) {
+			return
+		}
+		if !slices.Equal(got, []string{"lifeline.peer.dead"}) || try == 3 {
+			t.Fatalf("lifeline.stream span events %v, want [lifeline.peer.dead lifeline.stream.taken_over]", got)
+		}
 	}
-	if _, err := c.Reply(ctx, ping.ID, map[string]any{}); err != nil {
-		t.Fatal(err)
-	}
-	second := r.stream(c) // probes the silent first stream and takes over
-	_ = second
-	r.streamSpanWith(c, "lifeline.peer.dead", "lifeline.stream.taken_over")
 }
 
 func TestTraceWriteDeadlineEvents(t *testing.T) {
