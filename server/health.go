@@ -74,7 +74,7 @@ func checkHealthPaths(endpoint, ready, live string) error {
 // {"status":"store unreachable"} while the store does not answer (each
 // check asks it one cheap question, streamable.Handler.CheckStore, bounded
 // by 1 s and by the probe's own request). It involves no MCP and takes no
-// lock. A Server that the caller mounts in an http.Server run by the
+// lock of the Server's (the store's own, if any, for its one question). A Server that the caller mounts in an http.Server run by the
 // caller, rather than through Start or Serve, is never ready: pass that
 // http.Server with WithStreamableHTTPServer and call Serve or Start.
 func (s *Server) ReadinessHandler() http.Handler { return healthHandler(s.readiness) }
