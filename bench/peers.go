@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -49,6 +51,11 @@ type Options struct {
 	// DisableEventLog turns lifeline's resumability off
 	// (streamable.Config.DisableEventLog): no event ids, nothing recorded.
 	DisableEventLog bool
+	// MeterProvider and TracerProvider, when set, are lifeline's
+	// (streamable.Config): the cost of telemetry (cmd/otelcost). Nil: the
+	// globals, with nothing installed.
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
 }
 
 // Peer is one server under test, on its own http.Server and port.
@@ -120,6 +127,8 @@ func StartPeer(name string, o Options) (*Peer, error) {
 			Logger:            discard,
 			MaxSessions:       20000,
 			DisableEventLog:   o.DisableEventLog,
+			MeterProvider:     o.MeterProvider,
+			TracerProvider:    o.TracerProvider,
 		})
 		p, err := serve(name, "/mcp", h, nil)
 		if err != nil {

@@ -17,7 +17,11 @@ const (
 	healthDraining     = `{"status":"draining"}` + "\n"
 	healthAlive        = `{"status":"alive"}` + "\n"
 	healthStopped      = `{"status":"stopped"}` + "\n"
+	healthNoStore      = `{"status":"store unreachable"}` + "\n"
 )
+
+// storeCheckTimeout bounds the readiness check's question to the store.
+const storeCheckTimeout = time.Second
 
 // WithHealthPaths makes Start and Serve mount the readiness check
 // (ReadinessHandler) at readyPath and the liveness check (LivenessHandler)
@@ -61,12 +65,16 @@ func checkHealthPaths(endpoint, ready, live string) error {
 
 // ReadinessHandler returns the readiness check, for a load balancer or a
 // Kubernetes readinessProbe. It answers GET and HEAD with 200
-// {"status":"ready"} while Start or Serve is serving on a listener, and
-// with 503 otherwise: {"status":"not listening"} before Start or Serve has
-// its listener (or after it returned), {"status":"draining"} from the
-// moment Drain or Shutdown is called, for good: through Drain's delay,
-// while the endpoint still serves as before, and through Shutdown, while
-// running requests finish. It involves no MCP and takes no lock. A Server that the caller mounts in an http.Server run by the
+// {"status":"ready"} while Start or Serve is serving on a listener and its
+// session store answers, and with 503 otherwise: {"status":"not
+// listening"} before Start or Serve has its listener (or after it
+// returned), {"status":"draining"} from the moment Drain or Shutdown is
+// called, for good: through Drain's delay, while the endpoint still serves
+// as before, and through Shutdown, while running requests finish;
+// {"status":"store unreachable"} while the store does not answer (each
+// check asks it one cheap question, streamable.Handler.CheckStore, bounded
+// by 1 s and by the probe's own request). It involves no MCP and takes no
+// lock of the Server's (the store's own, if any, for its one question). A Server that the caller mounts in an http.Server run by the
 // caller, rather than through Start or Serve, is never ready: pass that
 // http.Server with WithStreamableHTTPServer and call Serve or Start.
 func (s *Server) ReadinessHandler() http.Handler { return healthHandler(s.readiness) }
@@ -78,18 +86,22 @@ func (s *Server) ReadinessHandler() http.Handler { return healthHandler(s.readin
 // MCP and takes no lock.
 func (s *Server) LivenessHandler() http.Handler { return healthHandler(s.liveness) }
 
-func (s *Server) readiness() (int, string) {
+func (s *Server) readiness(ctx context.Context) (int, string) {
 	switch {
 	case s.draining.Load():
 		return http.StatusServiceUnavailable, healthDraining
 	case s.listening.Load() == 0:
 		return http.StatusServiceUnavailable, healthNotListening
-	default:
-		return http.StatusOK, healthReady
 	}
+	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	if s.handler.CheckStore(ctx) != nil {
+		return http.StatusServiceUnavailable, healthNoStore
+	}
+	return http.StatusOK, healthReady
 }
 
-func (s *Server) liveness() (int, string) {
+func (s *Server) liveness(context.Context) (int, string) {
 	if s.stopped.Load() {
 		return http.StatusServiceUnavailable, healthStopped
 	}
@@ -97,7 +109,7 @@ func (s *Server) liveness() (int, string) {
 }
 
 // healthHandler serves a health check whose status and body check gives.
-type healthHandler func() (status int, body string)
+type healthHandler func(ctx context.Context) (status int, body string)
 
 func (check healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -110,7 +122,7 @@ func (check healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(append(body, '\n'))
 		return
 	}
-	status, body := check()
+	status, body := check(r.Context())
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))

@@ -145,12 +145,12 @@ func (h *Handler) reprobe(g *getStream, b *busState) error {
 	if !g.tracker.Dead() {
 		return nil
 	}
-	h.log.Info("lifeline: closing a dead GET stream for a client reconnecting on another replica",
+	h.log.Warn("lifeline: closing a dead GET stream for a client reconnecting on another replica (taken over)",
 		"session", logID(g.sess.id), "unanswered_pings", g.tracker.Unanswered())
-	g.close(errDeadPeer)
+	g.close(errTakenOver)
 	h.met.deadPeer()
 	h.met.takeover()
-	return errDeadPeer
+	return errTakenOver
 }
 
 // busClosed handles the end of the stream's bus subscription: the session

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lifeline-mcp/lifeline/heartbeat"
 	"github.com/lifeline-mcp/lifeline/sessionstore"
@@ -244,6 +246,22 @@ type Config struct {
 	// and visible ASCII (0x21-0x7E). Default a UUIDv4 from crypto/rand.
 	NewSessionID func() string
 
+	// Tracing (trace.go). Both default to OpenTelemetry's globals, so
+	// nothing is traced, and the request path does no tracing work at
+	// all, until the application installs a provider.
+
+	// TracerProvider makes the SERVER span of every MCP request (named,
+	// and with attributes, as OpenTelemetry's MCP semantic conventions
+	// say) and the short lifeline.stream spans of GET stream events.
+	// Default otel.GetTracerProvider(), read on every request, so a
+	// provider installed after New is used.
+	TracerProvider trace.TracerProvider
+	// Propagator reads a request's parent trace context: from the
+	// message's params._meta (traceparent, tracestate) when it carries
+	// one, else from the HTTP headers (unless the request's context
+	// already holds a span, which stays the parent). Default
+	// otel.GetTextMapPropagator(), read on every traced request.
+	Propagator propagation.TextMapPropagator
 	// MeterProvider receives the transport's OpenTelemetry metrics: the
 	// MCP semantic conventions' mcp.server.operation.duration and
 	// mcp.server.session.duration, and lifeline's own lifeline.* (sessions,

@@ -163,6 +163,7 @@ func (h *Handler) claimGet(sess *session, holder string, w http.ResponseWriter, 
 	case isGone(err):
 		return nil, nil, errSessionNotFound()
 	case err != nil:
+		h.storeFailed(r.Context(), "acquire stream", err)
 		return nil, nil, errStore(err)
 	}
 	g := &getStream{
@@ -226,16 +227,18 @@ func (h *Handler) renewLease(g *getStream, lease sessionstore.Lease) (sessionsto
 	}
 	switch {
 	case err == nil:
+		h.storeAnswered()
 		if g.renewFailing {
-			h.log.Info("lifeline: stream lease renewed again", "session", logID(g.sess.id))
+			h.log.Debug("lifeline: stream lease renewed again", "session", logID(g.sess.id))
 			g.renewFailing = false
 		}
 		return l, nil
 	case errors.Is(err, sessionstore.ErrStreamHeld), errors.Is(err, sessionstore.ErrLeaseLost), isGone(err), g.ctx.Err() != nil:
 		return lease, fmt.Errorf("renew stream lease: %w", err)
 	}
+	h.storeFailed(g.ctx, "renew stream lease", err)
 	if !g.renewFailing {
-		h.log.Warn("lifeline: cannot renew the stream lease; the stream keeps serving", "session", logID(g.sess.id), "err", err)
+		h.log.Debug("lifeline: cannot renew the stream lease; the stream keeps serving", "session", logID(g.sess.id), "err", err)
 		g.renewFailing = true
 	}
 	return lease, nil
@@ -295,9 +298,9 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 	if !old.tracker.Dead() {
 		return false
 	}
-	h.log.Info("lifeline: closing a dead GET stream for a reconnecting client",
+	h.log.Warn("lifeline: closing a dead GET stream for a reconnecting client (taken over)",
 		"session", logID(old.sess.id), "unanswered_pings", old.tracker.Unanswered())
-	old.close(errDeadPeer)
+	old.close(errTakenOver)
 	h.met.deadPeer()
 	h.met.takeover()
 	return h.awaitExit(ctx, old, h.cfg.CleanupTimeout)
@@ -350,6 +353,7 @@ func (h *Handler) runGet(g *getStream) {
 			sess.ensurePump(false)
 		}
 		h.getStreams.Add(-1)
+		h.traceGetEnd(g)
 		h.met.streamClosed(streamGet)
 		g.markExited()
 	}()
@@ -447,7 +451,7 @@ func (h *Handler) runGet(g *getStream) {
 				continue
 			}
 			if g.tracker.Dead() && !bus.storeDown() {
-				h.log.Info("lifeline: closing a GET stream whose client stopped answering pings",
+				h.log.Warn("lifeline: closing a GET stream whose client stopped answering pings (peer dead)",
 					"session", logID(sess.id), "unanswered_pings", g.tracker.Unanswered())
 				g.close(errDeadPeer)
 				h.met.deadPeer()

@@ -83,6 +83,9 @@ type Handler struct {
 	postSignals      postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
 	lingers          sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq        atomic.Int64
+	tracing          tracing      // trace.go
+	storeDown        atomic.Bool  // the store's last call failed (store_health.go)
+	storeDownAt      atomic.Int64 // since when, in Unix nanoseconds
 
 	stopSweep    chan struct{}
 	drainEnd     chan struct{} // closed when a draining Shutdown's requests are done (cluster_drain.go)
@@ -116,6 +119,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		drainEnd:  make(chan struct{}),
 		sweepDone: make(chan struct{}),
 		shared:    isShared(cfg.Store),
+		tracing:   newTracing(cfg),
 		met:       newMeters(cfg.MeterProvider),
 	}
 	h.store = meteredStore{inner: cfg.Store, m: h.met}
@@ -354,6 +358,7 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	}
 	switch {
 	case err == nil:
+		h.storeAnswered()
 		return s, nil
 	case isGone(err):
 		// Expired between sweeps (or, with replicas, ended on another
@@ -361,6 +366,7 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 		s.terminate(context.Background(), h.goneCause())
 		return nil, errSessionNotFound()
 	default:
+		h.storeFailed(r.Context(), "session lookup", err)
 		return nil, errStore(err)
 	}
 }
@@ -492,10 +498,13 @@ func (h *Handler) sweepOnce() {
 		}
 		switch {
 		case isGone(err):
-			h.log.Info("lifeline: session expired or ended elsewhere", "session", logID(s.id), "idle_ttl", h.cfg.IdleTTL)
+			h.log.Debug("lifeline: session expired or ended elsewhere", "session", logID(s.id), "idle_ttl", h.cfg.IdleTTL)
 			s.terminate(context.Background(), h.goneCause())
 		case err != nil:
-			h.log.Warn("lifeline: store check failed", "session", logID(s.id), "err", err)
+			h.storeFailed(ctx, "sweep", err)
+			h.log.Debug("lifeline: store check failed", "session", logID(s.id), "err", err)
+		default:
+			h.storeAnswered()
 		}
 	}
 	// The default store frees what lapsed as it goes; this frees the rest.

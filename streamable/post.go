@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
@@ -142,17 +143,24 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
-	sess, resp, f := h.createSession(h.requestContext(r.Context(), r), id, caller, env, body)
+	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, nil, env)
+	sess, resp, f := h.createSession(ctx, id, caller, env, body)
 	if f != nil {
+		endSpanFailed(span, f)
 		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
 	if sess == nil {
 		// A failed initialize creates no session.
+		endRequestSpan(span, resp)
 		h.writeJSON(w, resp, "", h.cfg.WriteTimeout)
 		return
 	}
+	if span != nil {
+		span.SetAttributes(spanSessionID(id), semconv.McpProtocolVersion(sess.ProtocolVersion()))
+	}
 	h.writeJSON(w, resp, id, h.cfg.WriteTimeout)
+	endRequestSpan(span, resp)
 }
 
 // createSession stores, inserts and registers a session and runs initialize
@@ -181,6 +189,7 @@ func (h *Handler) createSession(ctx context.Context, id, caller string, env enve
 		if errors.Is(err, sessionstore.ErrExists) {
 			return nil, nil, errInternal("the session id generator repeated an id")
 		}
+		h.storeFailed(ctx, "create", err)
 		return nil, nil, errStore(err)
 	}
 	sess.home = true // broadcasts for its streams wait here between them (broadcast_cluster.go)

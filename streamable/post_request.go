@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // serveRequest runs one JSON-RPC request through the MCPServer on this
@@ -38,15 +39,17 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 		h.runResumable(w, r, sess, env, body)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(h.requestContext(r.Context(), r))
+	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, sess, env)
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed}
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, traced: span != nil}
 	// The whole request, response included, is work the session's
 	// termination waits for and cancels (cancelRunning; Shutdown only
 	// after a grace): its response writer is squeezed, so an answer that
 	// exists still reaches a client that reads, and is closed only when
 	// the termination stops waiting.
 	if f := sess.beginWork(p); f != nil {
+		endSpanFailed(span, f)
 		if batch != nil {
 			batch.fail(f.forRequest(env.ID))
 			return
@@ -80,6 +83,9 @@ func (p *postStream) run(body []byte) {
 	}
 	p.stopWriter()
 	p.respond(resp)
+	if p.traced { // after the answer's write, whose deadline it may record
+		endRequestSpan(trace.SpanFromContext(p.ctx), resp)
+	}
 }
 
 // streamKind is the kind of stream the response is once upgraded.
@@ -117,6 +123,7 @@ type postStream struct {
 	detached       *time.Timer   // bounds the request once let go of (mu)
 	detachedDone   bool          // the request has returned: detached stays stopped (mu)
 	lastOK         bool          // the last send was recorded or written whole
+	traced         bool          // ctx holds the request's span (trace.go)
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by

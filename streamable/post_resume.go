@@ -59,12 +59,14 @@ func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *liste
 func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
 	// Only the HTTP request's end is left out: what ContextFunc derives
 	// (a deadline included) applies.
-	ctx, cancel := context.WithCancelCause(h.requestContext(context.WithoutCancel(r.Context()), r))
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID,
+	ctx, span := h.startRequestSpan(h.requestContext(context.WithoutCancel(r.Context()), r), r, sess, env)
+	ctx, cancel := context.WithCancelCause(ctx)
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, traced: span != nil,
 		resumable:   true,
 		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}
 	if f := sess.beginWork(p); f != nil {
 		cancel(nil)
+		endSpanFailed(span, f)
 		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}

@@ -472,6 +472,9 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		return
 	}
 	defer close(s.ended)
+	if !s.stateless {
+		s.h.log.Debug("lifeline: session ended", "session", logID(s.id), "cause", cause.Error())
+	}
 	s.h.removeSession(s.id)
 	if !s.opened.IsZero() {
 		opened := s.opened

@@ -248,6 +248,9 @@ func (s *sseStream) write(fn func() error) error {
 		_ = s.rc.SetWriteDeadline(time.Time{})
 	}
 	if err != nil {
+		if !s.closed && isWriteDeadline(err) {
+			traceWriteDeadline(s.ctx, err)
+		}
 		if s.met != nil && !s.closed {
 			// Not interrupted by close (which also uses a deadline).
 			s.met.deadlineExceeded(err)

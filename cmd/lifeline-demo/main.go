@@ -7,8 +7,8 @@
 //	go run ./cmd/lifeline-demo [-addr 127.0.0.1:8080] [-heartbeat 20s]
 //	    [-idle-ttl 30m] [-write-timeout 10s] [-debug] [-everything]
 //	    [-redis redis://127.0.0.1:6379/0] [-redis-prefix lifeline-demo:]
-//	    [-drain-delay 5s] [-shutdown-timeout 10s]
-//	    [-tokens FILE [-auth-server URL] [-resource URL]]
+//	    [-drain-delay 5s] [-shutdown-timeout 10s] [-metrics]
+//	    [-otlp 127.0.0.1:4318] [-tokens FILE [-auth-server URL] [-resource URL]]
 //
 // Tools: echo {text}; lifeline_notify_session {count, bytes}, whose
 // notifications travel on the caller's GET stream; lifeline_progress
@@ -18,7 +18,14 @@
 //
 // Health checks for a load balancer or Kubernetes are served on the same
 // listener: /readyz (200 while serving, 503 from the first SIGTERM or
-// SIGINT on) and /livez (200 until the server has shut down). On SIGTERM or
+// SIGINT on, and while the session store does not answer) and /livez with
+// its alias /healthz (200 until the server has shut down).
+//
+// With -metrics, the transport's OpenTelemetry metrics (the MCP semantic
+// conventions' mcp_server_* and lifeline's own lifeline_*) are served in
+// the Prometheus text format at /metrics on the same listener, through
+// OpenTelemetry's Prometheus exporter. With -otlp, a span per MCP request
+// is exported over OTLP/HTTP to the collector named. On SIGTERM or
 // SIGINT the demo drains: readiness turns 503 at once, the demo goes on
 // serving for -drain-delay so that the load balancer notices, then shuts
 // down within -shutdown-timeout (new requests get 503, streams close,
@@ -118,6 +125,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		"most live sessions of one identified caller; its initialize past it gets 429 (-1: no bound; anonymous callers have none)")
 	maxRequests := fs.Int("max-requests-per-session", streamable.DefaultMaxRequestsPerSession,
 		"most requests one session runs at once; one more gets 429 (-1: no bound)")
+	metrics := fs.Bool("metrics", false, "serve the transport's OpenTelemetry metrics in the Prometheus text format at "+metricsPath)
+	otlp := fs.String("otlp", "", "export traces over OTLP/HTTP to this collector: host:port or URL (e.g. 127.0.0.1:4318; the path defaults to /v1/traces)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,6 +163,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 			return errors.New("-redis-prefix must not be empty: it names the application whose sessions the replicas share")
 		}
 	}
+	tel, err := newTelemetry(*metrics, *otlp)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After Shutdown: the last spans are flushed.
+		ctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+		defer cancel()
+		if cerr := tel.close(ctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("telemetry: %w", cerr))
+		}
+	}()
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
@@ -180,7 +201,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		addWhoami(mcpServer)
 	}
 	mux := http.NewServeMux()
-	var identity []server.Option
+	identity := tel.opts
 	if tokens != nil {
 		// Each session is bound to the identity of the token that created
 		// it: another token's requests on it get 403.
@@ -215,6 +236,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	mux.Handle(server.DefaultEndpointPath, endpoint)
 	mux.Handle(readyPath, srv.ReadinessHandler())
 	mux.Handle(livePath, srv.LivenessHandler())
+	mux.Handle(healthzPath, srv.LivenessHandler())
+	if tel.metrics != nil {
+		mux.Handle(metricsPath, tel.metrics)
+	}
 	if *debug {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -224,7 +249,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 
 	logger.Info("lifeline-demo serving MCP", append([]any{"url", "http://" + l.Addr().String() + server.DefaultEndpointPath,
-		"readyz", readyPath, "livez", livePath, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
+		"readyz", readyPath, "livez", livePath, "metrics", tel.metrics != nil, "otlp", *otlp, "drain_delay", *drainDelay, "shutdown_timeout", *shutdownTimeout,
 		"heartbeat", *hb, "idle_ttl", *idle, "write_timeout", *wt,
 		"max_sessions", *maxSessions, "max_sessions_per_caller", *maxPerCaller, "max_requests_per_session", *maxRequests, "debug", *debug, "everything", *everythingMode},
 		append(storeAttrs, authAttrs...)...)...)
@@ -263,6 +288,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 const (
 	readyPath              = "/readyz"
 	livePath               = "/livez"
+	healthzPath            = "/healthz" // liveness, under the name many probes expect
 	defaultDrainDelay      = 5 * time.Second
 	defaultShutdownTimeout = 10 * time.Second
 )
