@@ -67,14 +67,28 @@ func errInvalidMessage(detail string) *failure {
 		message: "Invalid Request: " + detail}
 }
 
-func errUnsupportedVersion(v string) *failure {
+func errUnsupportedVersion(v string, served []string) *failure {
 	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
-		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, supportedVersionList)}
+		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, strings.Join(served, ", "))}
+}
+
+// errNoSessionVersions refuses initialize on a handler that serves only
+// versions without sessions (2026-07-28), naming them in data as that
+// version's -32022 does.
+func errNoSessionVersions(requested string, served []string) *failure {
+	return &failure{status: http.StatusBadRequest, code: mcp.INVALID_PARAMS,
+		message: fmt.Sprintf("Invalid params: this server serves no protocol version with sessions (supported: %s); use server/discover", strings.Join(served, ", ")),
+		data:    mcp.UnsupportedProtocolVersionData{Supported: served, Requested: requested}}
 }
 
 func errBatchVersion(v string) *failure {
 	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: fmt.Sprintf("Invalid Request: JSON-RPC batches are part of protocol version %s only, and this request uses %s; send one message per POST", batchVersion, v)}
+}
+
+func errNilRequest() *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Bad Request: Handle was given a nil request"}
 }
 
 func errUnknownResponseID(id json.RawMessage) *failure {
@@ -167,6 +181,11 @@ func errMethodNotAllowed(stateless, noStreaming bool) *failure {
 func errStreamingDisabled() *failure {
 	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
 		message: "Method Not Allowed: this server offers no standalone GET stream"}
+}
+
+func errCannotStream() *failure {
+	return &failure{status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
+		message: "Method Not Allowed: this server's response writer cannot stream, so it offers no standalone GET stream"}
 }
 
 func errModernMethod() *failure {
