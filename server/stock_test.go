@@ -108,3 +108,55 @@ func TestWithStreamableHTTPProtocolVersions(t *testing.T) {
 		}
 	}
 }
+
+// bufferedWriter is a framework's response writer that cannot stream.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (w *bufferedWriter) Header() http.Header { return w.header }
+func (w *bufferedWriter) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+}
+func (w *bufferedWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+func (w *bufferedWriter) Flush()          {}
+func (w *bufferedWriter) CanStream() bool { return false }
+
+// TestServerHandle: Server.Handle serves mcp-go's transport-agnostic
+// request form (initialize answered, GET 405 on a writer that cannot
+// stream), and CloseSessions ends the session it made.
+func TestServerHandle(t *testing.T) {
+	ctx := testutil.Context(t, wait)
+	srv := newServer(t)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+		"params": map[string]any{"protocolVersion": testutil.ProtocolVersion, "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	hdr := http.Header{"Accept": {"application/json, text/event-stream"}, "Content-Type": {"application/json"}}
+	w := &bufferedWriter{header: make(http.Header)}
+	srv.Handle(w, &mcpserver.HTTPRequest{Method: http.MethodPost, Header: hdr, Body: body, Context: ctx})
+	id := w.header.Get("Mcp-Session-Id")
+	if w.status != http.StatusOK || id == "" {
+		t.Fatalf("initialize through Handle: %d %q", w.status, w.body)
+	}
+	g := &bufferedWriter{header: make(http.Header)}
+	srv.Handle(g, &mcpserver.HTTPRequest{Method: http.MethodGet, Context: ctx,
+		Header: http.Header{"Accept": {"text/event-stream"}, "Mcp-Session-Id": {id}}})
+	if g.status != http.StatusMethodNotAllowed {
+		t.Fatalf("GET through Handle on a buffered writer: %d %q", g.status, g.body)
+	}
+	if srv.Handler().Stats().Sessions != 1 {
+		t.Fatal("no session after initialize through Handle")
+	}
+	srv.CloseSessions(ctx)
+	if n := srv.Handler().Stats().Sessions; n != 0 {
+		t.Fatalf("CloseSessions left %d sessions", n)
+	}
+}
