@@ -149,6 +149,20 @@ func TestHandleBufferedWriter(t *testing.T) {
 		t.Errorf("slow call through a buffered writer: %s %q, want its answer as JSON", ct, body)
 	}
 
+	// A call that sends messages: they come first, in an SSE body the
+	// framework delivers whole.
+	w = newFrameworkWriter(false)
+	r.h.Handle(w, handleRequest(ctx, http.MethodPost, id, map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+		"params": map[string]any{"name": "lifeline_progress", "arguments": map[string]any{"steps": 2},
+			"_meta": map[string]any{"progressToken": "p"}}}))
+	status, hdr, body = w.result()
+	wantStatus(t, "progress call", status, http.StatusOK, body)
+	if hdr.Get("Content-Type") != "text/event-stream" || strings.Count(string(body), "notifications/progress") != 2 ||
+		!strings.Contains(string(body), `"id":3`) {
+		t.Errorf("progress call through a buffered writer: %s %q, want its notifications and answer as SSE",
+			hdr.Get("Content-Type"), body)
+	}
+
 	w = newFrameworkWriter(false)
 	r.h.Handle(w, handleRequest(ctx, http.MethodGet, id, nil))
 	status, hdr, body = w.result()
