@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
+
+var _ server.ProtocolVersionSupporter = (*Handler)(nil)
 
 // servedVersions is what a Handler serves: every version mcp-go implements
 // that the configured list names (all of them when the list is empty),
