@@ -171,6 +171,20 @@ func TestHandleBufferedWriter(t *testing.T) {
 		t.Errorf("GET 405: Allow %q, body %q", hdr.Get("Allow"), body)
 	}
 
+	// A 2026-07-28 listen stream could deliver nothing: refused.
+	w = newFrameworkWriter(false)
+	r.h.Handle(w, &server.HTTPRequest{Method: http.MethodPost, Context: ctx, Body: modernMsg(9, "subscriptions/listen", nil, nil),
+		Header: http.Header{"Accept": {"application/json, text/event-stream"}, "Content-Type": {"application/json"},
+			"Mcp-Protocol-Version": {mcp.ProtocolVersion20260728}, "Mcp-Method": {"subscriptions/listen"}}})
+	status, _, body = w.result()
+	wantStatus(t, "listen on a buffered writer", status, http.StatusBadRequest, body)
+	if !containsAll(string(body), "cannot hold a subscriptions/listen stream", `"id":9`) {
+		t.Errorf("listen 400 body %q", body)
+	}
+	if st := r.h.Stats(); st.ListenStreams != 0 {
+		t.Errorf("a refused listen left %d listen streams", st.ListenStreams)
+	}
+
 	w = newFrameworkWriter(false)
 	r.h.Handle(w, nil)
 	status, _, body = w.result()

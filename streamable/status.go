@@ -113,6 +113,14 @@ func errModernVersion(requested string, supported []string) *failure {
 		data:    mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: requested}}
 }
 
+// errListenCannotStream refuses a listen stream through Handle with a
+// response writer that cannot stream: nothing would reach the client
+// before the stream's end.
+func errListenCannotStream() *failure {
+	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Invalid Request: this server's response writer cannot stream, so it cannot hold a subscriptions/listen stream"}
+}
+
 func errModernResponse() *failure {
 	return &failure{status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: "Invalid Request: protocol version 2026-07-28 has no server-to-client requests, so a client never sends a response; multi round-trip results replace them"}
