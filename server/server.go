@@ -135,6 +135,7 @@ func WithSessionIdManager(manager mcpserver.SessionIdManager) Option {
 	return func(s *Server) {
 		if manager != nil {
 			s.cfg.NewSessionID = manager.Generate
+			s.cfg.NewSessionIDFor = nil // the last of it and WithSessionIdManagerResolver wins
 		}
 	}
 }

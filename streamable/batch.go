@@ -57,7 +57,7 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, body []byte
 		h.writeFailure(w, errInvalidMessage(fmt.Sprintf("the batch holds %d messages; at most %d are served", len(items), maxBatchMessages)))
 		return
 	}
-	if f := checkProtocolVersion(r); f != nil {
+	if f := h.checkProtocolVersion(r); f != nil {
 		h.writeFailure(w, f)
 		return
 	}
@@ -65,6 +65,10 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, body []byte
 	if h.cfg.Stateless {
 		if v := headerValue(r.Header, headerProtocolVersion); v != "" && v != batchVersion {
 			h.writeFailure(w, errBatchVersion(v))
+			return
+		}
+		if !h.servesSession(batchVersion) {
+			h.writeFailure(w, errUnsupportedVersion(batchVersion, h.served.session))
 			return
 		}
 		sess = newSession(h, "stateless-"+rand.Text())

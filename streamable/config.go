@@ -272,6 +272,29 @@ type Config struct {
 	// application installs an SDK provider, and recording costs the
 	// request path no allocation.
 	MeterProvider metric.MeterProvider
+
+	// Stock options (issue 14): the versions served and per-request
+	// session ids.
+
+	// ProtocolVersions lists the protocol versions served (mcp-go's
+	// WithStreamableHTTPProtocolVersions); empty serves every version
+	// mcp-go implements (mcp.ValidProtocolVersions). server/discover
+	// advertises the list, and a 2026-07-28 request naming a version not
+	// in it gets 400 (-32022, the versions served in its data), as in
+	// mcp-go. Unlike mcp-go, which restricts only those, lifeline applies
+	// the list to sessions too: an MCP-Protocol-Version header naming a
+	// session-era version not in it gets 400, and initialize asking for
+	// one not in it (or an unknown one) is answered with the newest
+	// session-era version listed; with none listed (2026-07-28 alone),
+	// initialize gets 400. Versions mcp-go does not implement are ignored
+	// and logged; a list of only such versions makes New panic.
+	ProtocolVersions []string
+	// NewSessionIDFor, when set, generates the id of the session that the
+	// initialize request r creates, in place of NewSessionID (mcp-go's
+	// WithSessionIdManagerResolver: only Generate of the manager it
+	// resolves is used). The same rules apply to its ids; an empty one
+	// fails that initialize with 500.
+	NewSessionIDFor func(r *http.Request) string
 }
 
 // effective returns c with every default applied.

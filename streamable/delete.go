@@ -9,7 +9,7 @@ import (
 // write interrupted) and its handler waited for, its requests cancelled and
 // pending server requests failed, and it is unregistered before the 200.
 func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if f := checkProtocolVersion(r); f != nil {
+	if f := h.checkProtocolVersion(r); f != nil {
 		h.writeFailure(w, f)
 		return
 	}

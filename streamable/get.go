@@ -54,7 +54,7 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 		h.writeFailure(w, errNotAcceptableGet())
 		return
 	}
-	if f := checkProtocolVersion(r); f != nil {
+	if f := h.checkProtocolVersion(r); f != nil {
 		h.writeFailure(w, f)
 		return
 	}

@@ -17,12 +17,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/heartbeat"
@@ -42,7 +40,8 @@ type Handler struct {
 	cfg      Config
 	log      *slog.Logger
 	sched    *heartbeat.Scheduler // nil when heartbeats are disabled
-	versions []string             // the protocol versions served, newest first
+	versions []string             // the protocol versions served, newest first (served.all)
+	served   servedVersions       // Config.ProtocolVersions resolved (versions.go)
 	listens  listenSet            // open subscriptions/listen streams (listen.go)
 	tapOnce  sync.Once
 	tap      *broadcastTap // guarded by mu; set once (broadcast.go)
@@ -107,7 +106,10 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		panic("streamable: New with a nil *server.MCPServer")
 	}
 	cfg = cfg.effective()
+	served := newServedVersions(cfg.ProtocolVersions, cfg.Logger) // panics before anything starts
 	h := &Handler{
+		served:    served,
+		versions:  served.all,
 		mcp:       mcpServer,
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -131,7 +133,6 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		// must lapse when a replica dies, heartbeats or not.
 		h.sched = heartbeat.NewScheduler(cfg.Clock)
 	}
-	h.versions = slices.Clone(mcp.ValidProtocolVersions)
 	if b := h.clusterBroadcaster(); b != nil {
 		h.bcastShared = true
 		if d, ok := cfg.Store.(sessionstore.BroadcastDropCounter); ok {

@@ -29,8 +29,10 @@ const (
 	causeUnknownEventID
 	causeModernInvalid // a 2026-07-28 request the client must change (its header, _meta, version, shape)
 
+	causeUnidentified    // 401, Config.Identify failed
 	causeForbiddenHost   // 403
 	causeForbiddenOrigin // 403
+	causeCallerMismatch  // 403, a session bound to another caller
 
 	causeUnknownSession   // 404
 	causeModernNotFound   // 404, a 2026-07-28 request for an unknown method
@@ -41,6 +43,8 @@ const (
 	causeTooManyResumes   // 409
 	causeBodyTooLarge     // 413
 	causeContentType      // 415
+	causeCallerSessions   // 429, MaxSessionsPerCaller reached
+	causeSessionRequests  // 429, MaxRequestsPerSession reached
 	causeInternal         // 500
 
 	// 503 Service Unavailable.
@@ -70,7 +74,9 @@ var causes = [numCauses]struct {
 	causeUnknownResponseID:     {"unknown_response_id", http.StatusBadRequest},
 	causeUnknownEventID:        {"unknown_event_id", http.StatusBadRequest},
 	causeModernInvalid:         {"modern_invalid", http.StatusBadRequest},
+	causeUnidentified:          {"unidentified", http.StatusUnauthorized},
 	causeForbiddenHost:         {"forbidden_host", http.StatusForbidden},
+	causeCallerMismatch:        {"caller_mismatch", http.StatusForbidden},
 	causeForbiddenOrigin:       {"forbidden_origin", http.StatusForbidden},
 	causeUnknownSession:        {"unknown_session", http.StatusNotFound},
 	causeModernNotFound:        {"method_not_found", http.StatusNotFound},
@@ -81,6 +87,8 @@ var causes = [numCauses]struct {
 	causeTooManyResumes:        {"too_many_resumes", http.StatusConflict},
 	causeBodyTooLarge:          {"body_too_large", http.StatusRequestEntityTooLarge},
 	causeContentType:           {"content_type", http.StatusUnsupportedMediaType},
+	causeCallerSessions:        {"too_many_caller_sessions", http.StatusTooManyRequests},
+	causeSessionRequests:       {"too_many_session_requests", http.StatusTooManyRequests},
 	causeInternal:              {"internal", http.StatusInternalServerError},
 	causeOverloaded:            {"overloaded", http.StatusServiceUnavailable},
 	causeShuttingDown:          {"shutting_down", http.StatusServiceUnavailable},

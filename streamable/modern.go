@@ -73,6 +73,10 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelo
 	sess.stateless, sess.modern = true, true
 	var feed *listenFeed
 	if env.Method == methodListen && len(env.ID) > 0 {
+		if !streams(w) {
+			h.writeFailure(w, errListenCannotStream().forRequest(id))
+			return
+		}
 		if f := checkListenFilter(env.Params); f != nil {
 			h.writeFailure(w, f.forRequest(id))
 			return

@@ -46,7 +46,12 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.cfg.Stateless {
-		if f := checkProtocolVersion(r); f != nil && env.Method != string(mcp.MethodInitialize) {
+		if env.Method == string(mcp.MethodInitialize) {
+			if env, body, f = h.negotiateInitialize(env, body); f != nil {
+				h.writeFailure(w, f.forRequest(env.ID))
+				return
+			}
+		} else if f := h.checkProtocolVersion(r); f != nil {
 			h.writeFailure(w, f.forRequest(env.requestID()))
 			return
 		}
@@ -57,7 +62,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		h.initialize(w, r, env, body)
 		return
 	}
-	if f := checkProtocolVersion(r); f != nil {
+	if f := h.checkProtocolVersion(r); f != nil {
 		h.writeFailure(w, f.forRequest(env.requestID()))
 		return
 	}
@@ -133,7 +138,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		h.writeFailure(w, errInvalidMessage("initialize must be a request with an id"))
 		return
 	}
-	id := h.cfg.NewSessionID()
+	env, body, f := h.negotiateInitialize(env, body)
+	if f != nil {
+		h.writeFailure(w, f.forRequest(env.ID))
+		return
+	}
+	id := h.newSessionID(r)
 	if !visibleASCII(id) {
 		h.writeFailure(w, errInternal("the session id generator produced an id that is not visible ASCII").forRequest(env.ID))
 		return

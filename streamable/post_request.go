@@ -74,7 +74,7 @@ func (p *postStream) prepare() {
 func (p *postStream) run(body []byte) {
 	defer p.finish()
 	var keepalive *time.Timer
-	if p.h.cfg.HeartbeatInterval > 0 {
+	if p.h.cfg.HeartbeatInterval > 0 && streams(p.w) {
 		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.rs.onFirstUse) // one func value for both uses
 	}
 	resp := p.h.handle(p.ctx, p.rs, p.id, body)

@@ -14,27 +14,6 @@ func headerValue(h http.Header, canonicalKey string) string {
 	return ""
 }
 
-// supportedVersion reports whether this transport serves protocol version v.
-func supportedVersion(v string) bool {
-	switch v {
-	case "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
-		return true
-	}
-	return false
-}
-
-const supportedVersionList = "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
-
-// checkProtocolVersion rejects an MCP-Protocol-Version header naming a
-// version this transport does not serve. A missing header means 2025-03-26.
-func checkProtocolVersion(r *http.Request) *failure {
-	v := headerValue(r.Header, headerProtocolVersion)
-	if v == "" || supportedVersion(v) {
-		return nil
-	}
-	return errUnsupportedVersion(v)
-}
-
 // accepts reports whether the Accept header lists mediaType (or a wildcard
 // covering it). Media types compare case-insensitively; parameters (q=...)
 // are ignored.

@@ -68,14 +68,28 @@ func errInvalidMessage(detail string) *failure {
 		message: "Invalid Request: " + detail}
 }
 
-func errUnsupportedVersion(v string) *failure {
+func errUnsupportedVersion(v string, served []string) *failure {
 	return &failure{cause: causeUnsupportedVersion, status: http.StatusBadRequest, code: codeInvalidRequest,
-		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, supportedVersionList)}
+		message: fmt.Sprintf("Bad Request: unsupported MCP-Protocol-Version %q (supported: %s)", v, strings.Join(served, ", "))}
+}
+
+// errNoSessionVersions refuses initialize on a handler that serves only
+// versions without sessions (2026-07-28), naming them in data as that
+// version's -32022 does.
+func errNoSessionVersions(requested string, served []string) *failure {
+	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: mcp.INVALID_PARAMS,
+		message: fmt.Sprintf("Invalid params: this server serves no protocol version with sessions (supported: %s); use server/discover", strings.Join(served, ", ")),
+		data:    mcp.UnsupportedProtocolVersionData{Supported: served, Requested: requested}}
 }
 
 func errBatchVersion(v string) *failure {
 	return &failure{cause: causeBatchVersion, status: http.StatusBadRequest, code: codeInvalidRequest,
 		message: fmt.Sprintf("Invalid Request: JSON-RPC batches are part of protocol version %s only, and this request uses %s; send one message per POST", batchVersion, v)}
+}
+
+func errNilRequest() *failure {
+	return &failure{cause: causeInvalidMessage, status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Bad Request: Handle was given a nil request"}
 }
 
 func errUnknownResponseID(id json.RawMessage) *failure {
@@ -98,6 +112,14 @@ func errModernVersion(requested string, supported []string) *failure {
 	return &failure{cause: causeModernInvalid, status: http.StatusBadRequest, code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
 		message: fmt.Sprintf("Unsupported protocol version %q (supported: %s)", requested, strings.Join(supported, ", ")),
 		data:    mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: requested}}
+}
+
+// errListenCannotStream refuses a listen stream through Handle with a
+// response writer that cannot stream: nothing would reach the client
+// before the stream's end.
+func errListenCannotStream() *failure {
+	return &failure{cause: causeInvalidMessage, status: http.StatusBadRequest, code: codeInvalidRequest,
+		message: "Invalid Request: this server's response writer cannot stream, so it cannot hold a subscriptions/listen stream"}
 }
 
 func errModernResponse() *failure {
@@ -138,24 +160,24 @@ func errForbiddenOrigin(origin string) *failure {
 }
 
 func errCallerMismatch() *failure {
-	return &failure{status: http.StatusForbidden, code: codeInvalidRequest,
+	return &failure{cause: causeCallerMismatch, status: http.StatusForbidden, code: codeInvalidRequest,
 		message: "Forbidden: this session is bound to another caller; a session can only be used by the caller that created it (send initialize for a session of your own)"}
 }
 
 // 401 Unauthorized.
 func errUnidentified(err error) *failure {
-	return &failure{status: http.StatusUnauthorized, code: codeInvalidRequest,
+	return &failure{cause: causeUnidentified, status: http.StatusUnauthorized, code: codeInvalidRequest,
 		message: "Unauthorized: the caller could not be identified: " + err.Error()}
 }
 
 // 429 Too Many Requests.
 func errTooManyCallerSessions(limit int, retry time.Duration) *failure {
-	return &failure{status: http.StatusTooManyRequests, code: codeServerError, retryAfter: retry,
+	return &failure{cause: causeCallerSessions, status: http.StatusTooManyRequests, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Too Many Requests: this caller already holds its maximum of %d sessions on this server; end one (DELETE) or retry later", limit)}
 }
 
 func errTooManySessionRequests(limit int, retry time.Duration) *failure {
-	return &failure{status: http.StatusTooManyRequests, code: codeServerError, retryAfter: retry,
+	return &failure{cause: causeSessionRequests, status: http.StatusTooManyRequests, code: codeServerError, retryAfter: retry,
 		message: fmt.Sprintf("Too Many Requests: this session already has its maximum of %d requests running; retry when one has been answered", limit)}
 }
 
@@ -190,6 +212,11 @@ func errMethodNotAllowed(stateless, noStreaming bool) *failure {
 func errStreamingDisabled() *failure {
 	return &failure{cause: causeMethodNotAllowed, status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
 		message: "Method Not Allowed: this server offers no standalone GET stream"}
+}
+
+func errCannotStream() *failure {
+	return &failure{cause: causeMethodNotAllowed, status: http.StatusMethodNotAllowed, code: codeInvalidRequest, allow: "POST, DELETE",
+		message: "Method Not Allowed: this server's response writer cannot stream, so it offers no standalone GET stream"}
 }
 
 func errModernMethod() *failure {

@@ -1,0 +1,86 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// errClosed ends the sessions CloseSessions closes.
+var errClosed = errors.New("session closed by the server (CloseSessions)")
+
+// CloseSessions ends every session this handler holds (created or adopted
+// here; not 2026-07-28 requests or stateless ones, which are requests
+// rather than sessions) as DELETE would, and keeps serving: a new
+// initialize creates a session as before. Each session's GET stream is
+// closed (a blocked write interrupted), its running requests cancelled and
+// answered with an error carrying their ids, its pending server-to-client
+// requests failed, its events purged and its record terminated in the
+// store, so that every replica sharing the store answers its id with 404;
+// it is unregistered from the MCPServer (unregister hooks run with ctx's
+// values). With a shared store the record is terminated first, as by
+// DELETE: a session whose record the store could not terminate is left
+// alone, and its error returned. The wait for the sessions' handlers is
+// bounded by ctx and by the cleanup timeout; handlers still writing then
+// are interrupted. Sessions created while it runs are not closed.
+// It returns the store's errors and ctx's, joined.
+func (h *Handler) CloseSessions(ctx context.Context) error {
+	var errs []error
+	var begun []*session
+	var exits []<-chan struct{}
+	for _, s := range h.snapshot() {
+		if s.stateless || s.modern || !s.active() {
+			continue
+		}
+		if h.shared {
+			if err := ctx.Err(); err != nil {
+				errs = append(errs, fmt.Errorf("lifeline: close sessions: %w", err))
+				break
+			}
+			if err := h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
+				errs = append(errs, fmt.Errorf("lifeline: close session %s: store terminate: %w", logID(s.id), err))
+				continue
+			}
+		}
+		s.life.Lock()
+		started, ex := s.beginTerminate(errClosed, false)
+		s.life.Unlock()
+		if started {
+			begun = append(begun, s)
+			exits = append(exits, ex...)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, h.cfg.CleanupTimeout)
+	for _, ch := range exits {
+		select {
+		case <-ch:
+			continue
+		case <-wctx.Done():
+		}
+		h.log.Error("lifeline: CloseSessions: session handlers did not exit in time; interrupting their writes",
+			"timeout", h.cfg.CleanupTimeout, "err", context.Cause(wctx))
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("lifeline: close sessions: handlers still running: %w", ctx.Err()))
+		}
+		for _, s := range begun {
+			s.interruptPosts(errClosed)
+		}
+		break
+	}
+	cancel()
+	fctx := context.WithoutCancel(ctx)
+	for _, s := range begun {
+		s.life.Lock()
+		s.finishTerminate(fctx, errClosed)
+		s.life.Unlock()
+		if h.shared && h.cfg.EventLog != nil {
+			if err := h.cfg.EventLog.PurgeSession(fctx, s.id); err != nil {
+				h.log.Warn("lifeline: purge the session's events", "session", logID(s.id), "err", err)
+			}
+		}
+	}
+	if len(begun) > 0 {
+		h.log.Info("lifeline: sessions closed by CloseSessions", "sessions", len(begun))
+	}
+	return errors.Join(errs...)
+}
