@@ -98,11 +98,15 @@ func (h *Handler) negotiateInitialize(env envelope, body []byte) (envelope, []by
 	if len(env.Params) > 0 && json.Unmarshal(env.Params, &params) != nil {
 		return env, body, nil // mcp-go answers the malformed params
 	}
+	// The version asked for is read as mcp-go reads it, into a struct:
+	// of keys differing only in case, the last in the text wins (a map's
+	// order is random, and would let a client pick one mcp-go ignores).
+	var p struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	}
 	var asked string
-	for k, raw := range params {
-		if strings.EqualFold(k, "protocolVersion") {
-			_ = json.Unmarshal(raw, &asked)
-		}
+	if len(env.Params) > 0 && json.Unmarshal(env.Params, &p) == nil {
+		_ = json.Unmarshal(p.ProtocolVersion, &asked)
 	}
 	want := asked
 	if want == "" {
