@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+
+	"github.com/lifeline-mcp/lifeline/auth"
 )
 
 // callerKey is the context key under which WithCallerIdentity puts the
@@ -21,12 +23,17 @@ func WithCallerIdentity(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callerKey{}, id)
 }
 
-// CallerIdentity returns the identity WithCallerIdentity put in ctx, or ""
-// (anonymous) if there is none. A tool handler's context derives from the
-// HTTP request's, so it reads the middleware's identity here too.
+// CallerIdentity returns the identity WithCallerIdentity put in ctx, else
+// the UserID of the token auth.RequireBearerToken verified (so that a
+// session behind that middleware is bound to the token's user without more
+// wiring), or "" (anonymous) if there is neither. A tool handler's context
+// derives from the HTTP request's, so it reads the middleware's identity
+// here too.
 func CallerIdentity(ctx context.Context) string {
-	id, _ := ctx.Value(callerKey{}).(string)
-	return id
+	if id, ok := ctx.Value(callerKey{}).(string); ok {
+		return id
+	}
+	return auth.IdentityFromContext(ctx)
 }
 
 // callerDigest is what a session record keeps of a caller identity: its
