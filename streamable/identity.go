@@ -73,19 +73,25 @@ func (h *Handler) identify(r *http.Request) (string, *failure) {
 // the request's; else it answers 403, before anything of the session is
 // touched, and the refusal is logged and counted (Stats.CallerMismatches).
 func (h *Handler) checkCaller(r *http.Request, s *session) *failure {
-	if s.caller == "" {
+	return h.checkBound(r, s.id, s.caller)
+}
+
+// checkBound is checkCaller for the session id bound to the caller digest
+// bound: also used before a replica adopts a session, from its record.
+func (h *Handler) checkBound(r *http.Request, id, bound string) *failure {
+	if bound == "" {
 		return nil
 	}
 	got, f := h.identify(r)
 	if f != nil {
 		return f
 	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(s.caller)) == 1 {
+	if subtle.ConstantTimeCompare([]byte(got), []byte(bound)) == 1 {
 		return nil
 	}
 	h.callerMismatches.Add(1)
 	h.log.Warn("lifeline: refused a request from a caller the session is not bound to",
-		"session", logID(s.id), "method", r.Method, "bound", callerLog(s.caller), "caller", callerLog(got))
+		"session", logID(id), "method", r.Method, "bound", callerLog(bound), "caller", callerLog(got))
 	return errCallerMismatch()
 }
 
