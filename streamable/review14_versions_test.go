@@ -59,3 +59,28 @@ func TestReview14InitializeVersionKeysDifferingInCase(t *testing.T) {
 		}
 	}
 }
+
+// TestReview14RenegotiatedInitializeKeepsItsID: an initialize rewritten to
+// ask for a served version is answered with the id the transport read
+// from it (the last of keys differing in case, as encoding/json and mcp-go
+// read them), as it is when no rewrite is needed: the rewrite must not
+// change which of the client's members mcp-go sees.
+func TestReview14RenegotiatedInitializeKeepsItsID(t *testing.T) {
+	ctx := testutil.Context(t, wait)
+	for _, versions := range [][]string{nil, {mcp.ProtocolVersion20250618}} {
+		r := newRig(t, streamable.Config{ProtocolVersions: versions})
+		body := `{"jsonrpc":"2.0","id":1,"ID":2,"method":"initialize","params":{"protocolVersion":"` +
+			mcp.ProtocolVersion20250326 + `","capabilities":{},"clientInfo":{"name":"dup","version":"1"}}}`
+		resp, err := r.client().PostRaw(ctx, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := resp.Last()
+		if err != nil {
+			t.Fatalf("versions %q: %v (status %d, body %s)", versions, err, resp.Status, resp.Body)
+		}
+		if string(m.ID) != "2" {
+			t.Errorf("versions %q: initialize answered with id %s, want 2 (the last id member, as read without a rewrite)", versions, m.ID)
+		}
+	}
+}
