@@ -177,8 +177,8 @@ func WithEventStore(store mcpserver.EventStore) Option {
 // WithCallerIdentity binds each session to the caller identify names
 // (see streamable.Config.Identify): any other caller's request on it gets
 // 403. Without this option the caller is what an authentication middleware
-// put in the request's context with streamable.WithCallerIdentity, if
-// anything. mcp-go has no equivalent; the Go SDK binds sessions to the
+// put in the request's context with streamable.WithCallerIdentity, else the
+// user of the token auth.RequireBearerToken verified, if anything. mcp-go has no equivalent; the Go SDK binds sessions to the
 // authenticated user the same way.
 func WithCallerIdentity(identify func(r *http.Request) (string, error)) Option {
 	return func(s *Server) { s.cfg.Identify = identify }

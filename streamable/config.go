@@ -87,7 +87,8 @@ type Config struct {
 	// caller could not be identified: " and the text), so word it for the
 	// client. When nil, the caller is CallerIdentity of the request's
 	// context: what an authentication middleware set with
-	// WithCallerIdentity, else anonymous.
+	// WithCallerIdentity, else the UserID of the token
+	// auth.RequireBearerToken verified, else anonymous.
 	//
 	// A session is bound to the caller of its initialize: the record in
 	// the Store keeps the identity's SHA-256 (never the identity), so every

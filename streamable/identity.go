@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+
+	"github.com/lifeline-mcp/lifeline/auth"
 )
 
 // callerKey is the context key under which WithCallerIdentity puts the
@@ -21,12 +23,17 @@ func WithCallerIdentity(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callerKey{}, id)
 }
 
-// CallerIdentity returns the identity WithCallerIdentity put in ctx, or ""
-// (anonymous) if there is none. A tool handler's context derives from the
-// HTTP request's, so it reads the middleware's identity here too.
+// CallerIdentity returns the identity WithCallerIdentity put in ctx, else
+// the UserID of the token auth.RequireBearerToken verified (so that a
+// session behind that middleware is bound to the token's user without more
+// wiring), or "" (anonymous) if there is neither. A tool handler's context
+// derives from the HTTP request's, so it reads the middleware's identity
+// here too.
 func CallerIdentity(ctx context.Context) string {
-	id, _ := ctx.Value(callerKey{}).(string)
-	return id
+	if id, ok := ctx.Value(callerKey{}).(string); ok {
+		return id
+	}
+	return auth.IdentityFromContext(ctx)
 }
 
 // callerDigest is what a session record keeps of a caller identity: its
@@ -66,19 +73,25 @@ func (h *Handler) identify(r *http.Request) (string, *failure) {
 // the request's; else it answers 403, before anything of the session is
 // touched, and the refusal is logged and counted (Stats.CallerMismatches).
 func (h *Handler) checkCaller(r *http.Request, s *session) *failure {
-	if s.caller == "" {
+	return h.checkBound(r, s.id, s.caller)
+}
+
+// checkBound is checkCaller for the session id bound to the caller digest
+// bound: also used before a replica adopts a session, from its record.
+func (h *Handler) checkBound(r *http.Request, id, bound string) *failure {
+	if bound == "" {
 		return nil
 	}
 	got, f := h.identify(r)
 	if f != nil {
 		return f
 	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(s.caller)) == 1 {
+	if subtle.ConstantTimeCompare([]byte(got), []byte(bound)) == 1 {
 		return nil
 	}
 	h.callerMismatches.Add(1)
 	h.log.Warn("lifeline: refused a request from a caller the session is not bound to",
-		"session", logID(s.id), "method", r.Method, "bound", callerLog(s.caller), "caller", callerLog(got))
+		"session", logID(id), "method", r.Method, "bound", callerLog(bound), "caller", callerLog(got))
 	return errCallerMismatch()
 }
 

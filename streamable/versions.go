@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -94,15 +95,19 @@ func (h *Handler) negotiateInitialize(env envelope, body []byte) (envelope, []by
 	if !h.served.restricted {
 		return env, body, nil
 	}
-	var params map[string]json.RawMessage
-	if len(env.Params) > 0 && json.Unmarshal(env.Params, &params) != nil {
+	var obj map[string]json.RawMessage
+	if len(env.Params) > 0 && json.Unmarshal(env.Params, &obj) != nil {
 		return env, body, nil // mcp-go answers the malformed params
 	}
+	// The version asked for is read as mcp-go reads it, into a struct:
+	// of keys differing only in case, the last in the text wins (a map's
+	// order is random, and would let a client pick one mcp-go ignores).
+	var p struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	}
 	var asked string
-	for k, raw := range params {
-		if strings.EqualFold(k, "protocolVersion") {
-			_ = json.Unmarshal(raw, &asked)
-		}
+	if len(env.Params) > 0 && json.Unmarshal(env.Params, &p) == nil {
+		_ = json.Unmarshal(p.ProtocolVersion, &asked)
 	}
 	want := asked
 	if want == "" {
@@ -114,33 +119,51 @@ func (h *Handler) negotiateInitialize(env envelope, body []byte) (envelope, []by
 	if len(h.served.session) == 0 {
 		return env, body, errNoSessionVersions(asked, h.versions)
 	}
-	if params == nil {
-		params = make(map[string]json.RawMessage)
+	version, _ := json.Marshal(h.served.session[0])
+	params := env.Params
+	if len(params) == 0 || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		params = []byte("{}")
 	}
-	for k := range params {
-		if strings.EqualFold(k, "protocolVersion") {
-			delete(params, k)
-		}
-	}
-	params["protocolVersion"], _ = json.Marshal(h.served.session[0])
-	newParams, err := json.Marshal(params)
+	newParams, err := setMember(params, "protocolVersion", version)
 	if err != nil {
 		return env, body, errInternal("re-encoding initialize params: " + err.Error())
 	}
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(body, &msg); err != nil {
-		return env, body, nil // parseEnvelope accepted it: unreachable
-	}
-	for k := range msg {
-		if strings.EqualFold(k, "params") {
-			delete(msg, k)
-		}
-	}
-	msg["params"] = newParams
-	newBody, err := json.Marshal(msg)
+	newBody, err := setMember(body, "params", newParams)
 	if err != nil {
 		return env, body, errInternal("re-encoding initialize: " + err.Error())
 	}
 	env.Params = newParams
 	return env, newBody, nil
+}
+
+// setMember returns the JSON object obj with every member whose name is
+// name, in any case, removed and name: value added last. The other members
+// stay as they were, in their order, duplicates included, so that a
+// decoder reading the result (encoding/json: the last of names differing
+// in case wins) sees what it saw in obj.
+func setMember(obj []byte, name string, value json.RawMessage) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object (%v)", err)
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if strings.EqualFold(key, name) {
+			continue
+		}
+		k, _ := json.Marshal(key)
+		out = append(append(append(append(out, k...), ':'), v...), ',')
+	}
+	k, _ := json.Marshal(name)
+	out = append(append(append(out, k...), ':'), value...)
+	return append(out, '}'), nil
 }
