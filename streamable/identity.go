@@ -53,7 +53,7 @@ func callerLog(digest string) string {
 	if digest == "" {
 		return "anonymous"
 	}
-	return digest[:12]
+	return digest[:min(12, len(digest))] // a custom store may return anything
 }
 
 // identify returns the digest of the request's caller identity ("" for
