@@ -62,3 +62,28 @@ func TestMetricsClusterOpenCountersReturnToZero(t *testing.T) {
 	ms.check(t, 0, "lifeline.sessions.open")
 	ms.check(t, 0, "lifeline.streams.open")
 }
+
+// With a shared store, a session that expires (its idle TTL lapses in the
+// store) is counted as expired, and its duration recorded, by the replica
+// that created it, as on a single process; the other replicas' copies end
+// as ended_elsewhere.
+func TestMetricsClusterExpiryIsCountedAsExpired(t *testing.T) {
+	mr := newMeterRig(t)
+	c := newCluster(t, streamable.Config{MeterProvider: mr.mp, IdleTTL: 400 * time.Millisecond}, redisstore.Options{})
+	a := c.session(0)
+	toolText(t, c.client(1, a), "echo", map[string]any{"text": "x"}) // B adopts a copy
+	testutil.Eventually(t, wait, "the session to expire everywhere", func() bool {
+		for _, r := range c.replicas {
+			if r.h.Stats().Sessions != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	ms := mr.collect()
+	ms.check(t, 0, "lifeline.sessions.open")
+	ms.check(t, 1, "lifeline.sessions.ended", attrEnd("expired"))
+	if ms.value("mcp.server.session.duration") != 1 {
+		t.Errorf("the expired session's duration was not recorded\n%s", ms.dump("mcp.server.session.duration"))
+	}
+}
