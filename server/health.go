@@ -73,7 +73,8 @@ func checkHealthPaths(endpoint, ready, live string) error {
 // as before, and through Shutdown, while running requests finish;
 // {"status":"store unreachable"} while the store does not answer (each
 // check asks it one cheap question, streamable.Handler.CheckStore, bounded
-// by 1 s and by the probe's own request). It involves no MCP and takes no
+// by 1 s; checks that arrive while one is asked wait for its answer, each
+// at most as long as its own request lasts, instead of asking again). It involves no MCP and takes no
 // lock of the Server's (the store's own, if any, for its one question). A Server that the caller mounts in an http.Server run by the
 // caller, rather than through Start or Serve, is never ready: pass that
 // http.Server with WithStreamableHTTPServer and call Serve or Start.
@@ -93,9 +94,7 @@ func (s *Server) readiness(ctx context.Context) (int, string) {
 	case s.listening.Load() == 0:
 		return http.StatusServiceUnavailable, healthNotListening
 	}
-	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
-	defer cancel()
-	if s.handler.CheckStore(ctx) != nil {
+	if s.storeCheck.do(ctx, s.handler.CheckStore) != nil {
 		return http.StatusServiceUnavailable, healthNoStore
 	}
 	return http.StatusOK, healthReady

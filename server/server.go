@@ -231,6 +231,8 @@ type Server struct {
 	draining  atomic.Bool  // Drain or Shutdown was called
 	stopped   atomic.Bool  // Shutdown returned
 
+	storeCheck storeCheck // the readiness check's question to the store
+
 	mu         sync.Mutex
 	httpServer *http.Server
 	closed     bool // Shutdown was called: Start and Serve refuse

@@ -47,6 +47,13 @@ const (
 // replica terminated, or that expired in the store.
 var errEndedElsewhere = errors.New("session ended on another replica or expired")
 
+// errExpiredInStore is errEndedElsewhere for the copy on the replica that
+// created the session, when the store found the record expired (not
+// terminated): that replica counts the end as an expiry (metrics), the
+// others' copies as ended elsewhere, so a session that expires is counted
+// once as expired across the replicas.
+var errExpiredInStore = errors.New("session expired in the shared store after its idle TTL")
+
 // isShared reports whether store is shared between processes. Memory is
 // the one store known to be process-local; any other is taken as shared.
 func isShared(store sessionstore.Store) bool {

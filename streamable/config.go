@@ -261,7 +261,10 @@ type Config struct {
 	// message's params._meta (traceparent, tracestate) when it carries
 	// one, else from the HTTP headers (unless the request's context
 	// already holds a span, which stays the parent). Default
-	// otel.GetTextMapPropagator(), read on every traced request.
+	// otel.GetTextMapPropagator(), read on every traced request. _meta's
+	// trace context, W3C by the MCP conventions, is read as W3C when the
+	// propagator does not read it (the global one is a no-op until the
+	// application sets one).
 	Propagator propagation.TextMapPropagator
 	// MeterProvider receives the transport's OpenTelemetry metrics: the
 	// MCP semantic conventions' mcp.server.operation.duration and

@@ -364,7 +364,7 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	case isGone(err):
 		// Expired between sweeps (or, with replicas, ended on another
 		// one): end it here now, the same way as the sweeper.
-		s.terminate(context.Background(), h.goneCause())
+		s.terminate(context.Background(), h.goneCause(s, err))
 		return nil, errSessionNotFound()
 	default:
 		h.storeFailed(r.Context(), "session lookup", err)
@@ -442,12 +442,16 @@ func (h *Handler) waitExits(id string, exits []<-chan struct{}) bool {
 	return true
 }
 
-// goneCause names why a session the store no longer has ended here.
-func (h *Handler) goneCause() error {
-	if h.shared {
-		return errEndedElsewhere
+// goneCause names why s, a session the store no longer has (err, the
+// store's answer), ended here.
+func (h *Handler) goneCause(s *session, err error) error {
+	switch {
+	case !h.shared:
+		return errExpired
+	case s.home && errors.Is(err, sessionstore.ErrNotFound):
+		return errExpiredInStore
 	}
-	return errExpired
+	return errEndedElsewhere
 }
 
 // sweepEvery is how often the sweeper runs: a quarter of the idle TTL, at
@@ -500,7 +504,7 @@ func (h *Handler) sweepOnce() {
 		switch {
 		case isGone(err):
 			h.log.Debug("lifeline: session expired or ended elsewhere", "session", logID(s.id), "idle_ttl", h.cfg.IdleTTL)
-			s.terminate(context.Background(), h.goneCause())
+			s.terminate(context.Background(), h.goneCause(s, err))
 		case err != nil:
 			h.storeFailed(ctx, "sweep", err)
 			h.log.Debug("lifeline: store check failed", "session", logID(s.id), "err", err)

@@ -75,7 +75,7 @@ func endCauseOf(cause error) endCause {
 	switch cause {
 	case errDeleted, errDeletedInStore:
 		return endDelete
-	case errExpired:
+	case errExpired, errExpiredInStore:
 		return endExpired
 	case errShutdown:
 		return endShutdown

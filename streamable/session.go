@@ -484,7 +484,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		s.h.met.sessionEnded(cause, s.ProtocolVersion(), opened)
 	}
 	s.h.mcp.UnregisterSession(ctx, s.id)
-	if s.stateless || cause == errEndedElsewhere || cause == errDeletedInStore || (s.h.shared && cause == errClosed) || cause == errDiscarded || (s.h.shared && cause == errShutdown) {
+	if s.stateless || cause == errEndedElsewhere || cause == errExpiredInStore || cause == errDeletedInStore || (s.h.shared && cause == errClosed) || cause == errDiscarded || (s.h.shared && cause == errShutdown) {
 		return // never stored, already ended there, removed by the caller, or kept for the other replicas
 	}
 	if log := s.h.cfg.EventLog; log != nil {

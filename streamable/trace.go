@@ -127,7 +127,15 @@ func (h *Handler) startRequestSpan(ctx context.Context, r *http.Request, sess *s
 	prop := h.tracing.propagator()
 	switch {
 	case p.Meta.TraceParent != "":
-		ctx = prop.Extract(ctx, propagation.MapCarrier{"traceparent": p.Meta.TraceParent, "tracestate": p.Meta.TraceState})
+		// W3C trace context by the MCP conventions: read by the
+		// configured propagator, else as W3C (the global propagator is a
+		// no-op until the application sets one).
+		meta := propagation.MapCarrier{"traceparent": p.Meta.TraceParent, "tracestate": p.Meta.TraceState}
+		if pctx := prop.Extract(ctx, meta); !trace.SpanContextFromContext(pctx).Equal(trace.SpanContextFromContext(ctx)) {
+			ctx = pctx // the propagator read _meta
+		} else {
+			ctx = propagation.TraceContext{}.Extract(ctx, meta)
+		}
 	case !trace.SpanContextFromContext(ctx).IsValid():
 		ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
