@@ -41,6 +41,7 @@ func main() {
 	rounds := flag.Int("rounds", 9, "rounds")
 	dur := flag.Duration("dur", 2*time.Second, "measurement per peer per round")
 	conc := flag.Int("conc", 64, "sessions, one client each")
+	with := flag.String("with", "both", "what the SDK peer installs: metrics, traces or both")
 	flag.Parse()
 
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -57,7 +58,16 @@ func main() {
 		log.Fatal(err)
 	}
 	defer def.Close()
-	o.MeterProvider, o.TracerProvider = mp, tp
+	switch *with {
+	case "metrics":
+		o.MeterProvider = mp
+	case "traces":
+		o.TracerProvider = tp
+	case "both":
+		o.MeterProvider, o.TracerProvider = mp, tp
+	default:
+		log.Fatalf("-with must be metrics, traces or both, not %q", *with)
+	}
 	otel, err := bench.StartPeer(bench.Lifeline, o)
 	if err != nil {
 		log.Fatal(err)
@@ -85,6 +95,6 @@ func main() {
 		ratios = append(ratios, got[otel]/got[def])
 		fmt.Printf("round %d: default %.0f req/s, SDK %.0f req/s, ratio %.3f\n", r, got[def], got[otel], got[otel]/got[def])
 	}
-	fmt.Printf("OTELCOST conc=%d rounds=%d dur=%v default=%.0f sdk=%.0f ratio=%.3f (min %.3f, max %.3f)\n",
-		*conc, *rounds, *dur, median(defRPS), median(otelRPS), median(ratios), slices.Min(ratios), slices.Max(ratios))
+	fmt.Printf("OTELCOST with=%s conc=%d rounds=%d dur=%v default=%.0f sdk=%.0f ratio=%.3f (min %.3f, max %.3f)\n",
+		*with, *conc, *rounds, *dur, median(defRPS), median(otelRPS), median(ratios), slices.Min(ratios), slices.Max(ratios))
 }
