@@ -147,9 +147,10 @@ func (h *Handler) reprobe(g *getStream, b *busState) error {
 	}
 	h.log.Warn("lifeline: closing a dead GET stream for a client reconnecting on another replica (taken over)",
 		"session", logID(g.sess.id), "unanswered_pings", g.tracker.Unanswered())
-	g.close(errTakenOver)
-	h.met.deadPeer()
-	h.met.takeover()
+	if g.closeFirst(errTakenOver) { // not already closed as a dead peer by its own heartbeat
+		h.met.deadPeer()
+		h.met.takeover()
+	}
 	return errTakenOver
 }
 

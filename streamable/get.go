@@ -300,9 +300,10 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 	}
 	h.log.Warn("lifeline: closing a dead GET stream for a reconnecting client (taken over)",
 		"session", logID(old.sess.id), "unanswered_pings", old.tracker.Unanswered())
-	old.close(errTakenOver)
-	h.met.deadPeer()
-	h.met.takeover()
+	if old.closeFirst(errTakenOver) { // not already closed as a dead peer by its own heartbeat
+		h.met.deadPeer()
+		h.met.takeover()
+	}
 	return h.awaitExit(ctx, old, h.cfg.CleanupTimeout)
 }
 
@@ -451,10 +452,11 @@ func (h *Handler) runGet(g *getStream) {
 				continue
 			}
 			if g.tracker.Dead() && !bus.storeDown() {
-				h.log.Warn("lifeline: closing a GET stream whose client stopped answering pings (peer dead)",
-					"session", logID(sess.id), "unanswered_pings", g.tracker.Unanswered())
-				g.close(errDeadPeer)
-				h.met.deadPeer()
+				if g.closeFirst(errDeadPeer) { // not already closed by a takeover, which counted it
+					h.log.Warn("lifeline: closing a GET stream whose client stopped answering pings (peer dead)",
+						"session", logID(sess.id), "unanswered_pings", g.tracker.Unanswered())
+					h.met.deadPeer()
+				}
 				return
 			}
 			if h.pings() && h.ping(g) != nil {

@@ -338,11 +338,15 @@ func (s *sseStream) progress(n int) error {
 // close ends the stream with cause (end: its owner is told, a derived
 // context cancelled), and a write blocked on the network is interrupted at
 // once. It is idempotent.
-func (s *sseStream) close(cause error) {
+func (s *sseStream) close(cause error) { s.closeFirst(cause) }
+
+// closeFirst is close, reporting whether this call closed the stream (false
+// when it was closed already), so that what closing means is counted once.
+func (s *sseStream) closeFirst(cause error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return false
 	}
 	s.closed = true
 	s.end(cause)
@@ -364,6 +368,7 @@ func (s *sseStream) close(cause error) {
 		// net/http does after it.
 		_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	}
+	return true
 }
 
 // dying reports whether the stream can no longer deliver: closed, its
