@@ -110,12 +110,18 @@ func (t *Transport) replace(ctx context.Context, gen uint64) error {
 	}
 	f := t.flight
 	if f == nil {
+		if err := t.life.Err(); err != nil {
+			t.mu.Unlock()
+			return fmt.Errorf("lifelineclient: the transport is closed: %w", err)
+		}
 		f = &flight{done: make(chan struct{})}
 		t.flight = f
 		t.reinits++
 		init, old, n := *t.init, t.session, t.reinits
 		fctx, cancel := context.WithTimeout(t.life, reinitTimeout)
+		t.bg.Add(1)
 		go func() {
+			defer t.bg.Done()
 			defer cancel()
 			t.fly(fctx, f, init, old, n)
 		}()
@@ -208,10 +214,16 @@ func (t *Transport) sessionGone(id string) {
 	t.mu.Lock()
 	ok := id != "" && id == t.session && t.init != nil && !mcp.IsModernProtocol(t.version) && t.life.Err() == nil
 	gen := t.gen
+	if ok {
+		t.bg.Add(1) // under mu while life lasts: Close waits for it
+	}
 	t.mu.Unlock()
 	if !ok {
 		return
 	}
 	t.logger.Info("lifelineclient: the GET stream found the session gone; starting a new one")
-	go func() { _ = t.replace(t.life, gen) }()
+	go func() {
+		defer t.bg.Done()
+		_ = t.replace(t.life, gen)
+	}()
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -42,6 +43,10 @@ type Transport struct {
 	// life ends with Close: it bounds re-initializes.
 	life context.Context
 	end  context.CancelFunc
+	// bg counts the goroutines a re-initialize runs on; Add under mu while
+	// life lasts, so that Close, which ends life under mu, then waits for
+	// them all.
+	bg sync.WaitGroup
 }
 
 // flight is one re-initialize that concurrent calls share: done is closed
@@ -123,12 +128,30 @@ func (t *Transport) Unwrap() *transport.StreamableHTTP { return t.inner }
 // Start implements transport.Interface.
 func (t *Transport) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 
-// Close implements transport.Interface: it ends the session (DELETE) as
-// mcp-go's transport does, and a re-initialize in progress.
+// Close implements transport.Interface: it ends a re-initialize in
+// progress and waits for it (bounded by closeWait), then ends the session
+// (DELETE) as mcp-go's transport does, the new one if the re-initialize
+// made one.
 func (t *Transport) Close() error {
+	t.mu.Lock()
 	t.end()
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() { t.bg.Wait(); close(done) }()
+	timer := time.NewTimer(closeWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.logger.Warn("lifelineclient: Close: a re-initialize did not end in time (OnSessionReplaced still running?)", "waited", closeWait)
+	}
 	return t.inner.Close()
 }
+
+// closeWait bounds how long Close waits for a re-initialize it ended: the
+// initialize is cut short at once, so only an OnSessionReplaced or a
+// notification handler that blocks can use it up.
+const closeWait = 5 * time.Second
 
 // GetSessionId implements transport.Interface.
 func (t *Transport) GetSessionId() string { return t.inner.GetSessionId() }
