@@ -46,9 +46,3 @@ var mcpMethods = [...]string{
 // otherValue stands for a value outside a bounded set (the conventions'
 // error.type "_OTHER").
 const otherValue = "_OTHER"
-
-// maxTargetNames bounds how many distinct tool and prompt names the
-// operation metric names; later ones are recorded as "_OTHER". (Only
-// calls that did not fail with a JSON-RPC error name their target: the
-// name exists on the server.)
-const maxTargetNames = 1024
