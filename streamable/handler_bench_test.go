@@ -22,21 +22,7 @@ import (
 // same MCPServer's HandleMessage with the answer marshalled and written,
 // which any transport on mcp-go pays; the difference is the transport's.
 func BenchmarkServePost(b *testing.B) {
-	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
-	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	request := func(id string) (*http.Request, context.CancelFunc) {
-		ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
-		ctx, cancel := context.WithCancel(ctx)
-		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(call)))
-		r.ContentLength = int64(len(call))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if id != "" {
-			r.Header.Set("Mcp-Session-Id", id)
-		}
-		return r, cancel
-	}
+	request := benchToolsCallRequest
 
 	// lifeline with its defaults (the memory event log on), and with
 	// resumability off, the path to compare with a checkout before the
@@ -50,7 +36,7 @@ func BenchmarkServePost(b *testing.B) {
 		identify func(*http.Request) (string, error)
 	}{{"lifeline", false, nil}, {"lifeline-no-event-log", true, nil}, {"lifeline-bound-caller", false, bound}} {
 		b.Run(bc.name, func(b *testing.B) {
-			benchServePostLifeline(b, bc.noLog, bc.identify, request)
+			benchServePostLifeline(b, streamable.Config{DisableEventLog: bc.noLog, Identify: bc.identify})
 		})
 	}
 	b.Run("floor", func(b *testing.B) {
@@ -177,19 +163,39 @@ func BenchmarkServeModernPost(b *testing.B) {
 	})
 }
 
-// benchServePostLifeline is BenchmarkServePost's lifeline case, with the
-// event log off when noLog is set.
-func benchServePostLifeline(b *testing.B, noLog bool, identify func(*http.Request) (string, error), request func(string) (*http.Request, context.CancelFunc)) {
-	h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
-		HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		DisableEventLog: noLog, Identify: identify})
+// benchToolsCallRequest is the tools/call BenchmarkServePost and its variants
+// send, as net/http would hand it to ServeHTTP: a fresh cancellable
+// context with the listener's address in it, on session id ("" for none).
+func benchToolsCallRequest(id string) (*http.Request, context.CancelFunc) {
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
+	ctx, cancel := context.WithCancel(ctx)
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(call)))
+	r.ContentLength = int64(len(call))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if id != "" {
+		r.Header.Set("Mcp-Session-Id", id)
+	}
+	return r, cancel
+}
+
+// benchServePostLifeline is BenchmarkServePost's lifeline case with cfg
+// (its heartbeat and logger set here): benchToolsCallRequest on one session,
+// answered as JSON.
+func benchServePostLifeline(b *testing.B, cfg streamable.Config) {
+	cfg.HeartbeatInterval = 20 * time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := streamable.New(demotools.NewServer("bench", "1"), cfg)
 	defer h.Close()
-	id := benchInitialize(b, h, request)
+	id := benchInitialize(b, h, benchToolsCallRequest)
 	w := &sinkWriter{h: http.Header{}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		r, cancel := request(id)
+		r, cancel := benchToolsCallRequest(id)
 		w.reset()
 		h.ServeHTTP(w, r)
 		cancel()
