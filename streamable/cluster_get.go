@@ -207,6 +207,14 @@ func (h *Handler) subscribeStream(r *http.Request, sess *session, holder string)
 	return streamSubs{session: main, stream: own}, nil
 }
 
+// keepForwarded keeps m, a message a pump forwarded to a stream that has
+// ended, in the carry-over for the session's next stream, and counts it
+// received.
+func (h *Handler) keepForwarded(sess *session, m []byte) {
+	h.met.received()
+	sess.keep(decodeForwarded(m))
+}
+
 // keepUnread keeps the messages addressed to a stream that its closed
 // subscription had buffered and the stream never wrote: they go to the
 // carry-over, for the session's next stream (here, or elsewhere through the
@@ -221,8 +229,7 @@ func (h *Handler) keepUnread(sess *session, msgs <-chan []byte) {
 			if !ok {
 				return
 			}
-			h.met.received()
-			sess.keep(decodeForwarded(m))
+			h.keepForwarded(sess, m)
 		default:
 			return
 		}

@@ -86,8 +86,7 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 				if !ok {
 					return
 				}
-				h.met.received()
-				sess.keep(decodeForwarded(m))
+				h.keepForwarded(sess, m)
 				sess.ensurePump(false)
 			case <-t.C:
 				return
