@@ -35,7 +35,18 @@ func wantReplacedOnce(t *testing.T, cnt *counter, c *conn, old string) {
 	if got := c.swaps.all(); len(got) != 1 || got[0] != [2]string{old, now} {
 		t.Errorf("OnSessionReplaced calls: %q, want one (old, new)", got)
 	}
-	for _, m := range []string{mcp.MethodNotificationToolsListChanged, mcp.MethodNotificationResourcesListChanged, mcp.MethodNotificationPromptsListChanged} {
+	listChanged := []string{mcp.MethodNotificationToolsListChanged, mcp.MethodNotificationResourcesListChanged, mcp.MethodNotificationPromptsListChanged}
+	// The three are delivered one after another: wait for all before
+	// counting, so a late second or third is not read as missing.
+	c.notes.waitFor(t, "the three synthesized list_changed", func() bool {
+		for _, m := range listChanged {
+			if c.notes.count(m) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range listChanged {
 		if got := c.notes.count(m); got != 1 {
 			t.Errorf("%s delivered %d times, want 1", m, got)
 		}
