@@ -68,18 +68,30 @@ func parseEnvelope(body []byte) (envelope, *failure) {
 
 // read fills env from obj, a valid JSON object.
 func (env *envelope) read(obj []byte) *failure {
+	var f *failure
+	eachMember(obj, func(key, value []byte) bool {
+		f = env.set(key, value)
+		return f == nil
+	})
+	return f
+}
+
+// eachMember calls fn with the key (a JSON string, quoted) and the value of
+// each member of obj, a valid JSON object, in order, until fn returns
+// false.
+func eachMember(obj []byte, fn func(key, value []byte) bool) {
 	for i := 1; ; {
 		i = skipSpace(obj, i)
 		if obj[i] == '}' {
-			return nil
+			return
 		}
 		keyEnd := skipString(obj, i)
 		key := obj[i:keyEnd]
 		i = skipSpace(obj, keyEnd) + 1 // past ':'
 		i = skipSpace(obj, i)
 		valEnd := skipValue(obj, i)
-		if f := env.set(key, obj[i:valEnd]); f != nil {
-			return f
+		if !fn(key, obj[i:valEnd]) {
+			return
 		}
 		i = skipSpace(obj, valEnd)
 		if obj[i] == ',' {

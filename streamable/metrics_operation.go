@@ -1,7 +1,6 @@
 package streamable
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"sync"
@@ -90,20 +89,13 @@ func (m *meters) opStart() time.Time {
 	return time.Time{}
 }
 
-// operation records mcp.server.operation.duration for the request body,
+// operation records mcp.server.operation.duration for the request env,
 // begun at start on a session of version, answered with resp.
-func (m *meters) operation(start time.Time, body []byte, version string, resp mcp.JSONRPCMessage) {
+func (m *meters) operation(start time.Time, env envelope, version string, resp mcp.JSONRPCMessage) {
 	d := time.Since(start).Seconds()
-	var req struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(body, &req)
 	k := operationKey{method: otherValue, version: boundedVersion(version)}
-	if slices.Contains(mcpMethods[:], req.Method) {
-		k.method = req.Method
+	if slices.Contains(mcpMethods[:], env.Method) {
+		k.method = env.Method
 	}
 	switch r := resp.(type) {
 	case mcp.JSONRPCError:
@@ -115,7 +107,7 @@ func (m *meters) operation(start time.Time, body []byte, version string, resp mc
 			k.errType = "tool_error"
 		}
 		if k.method == "tools/call" || k.method == "prompts/get" {
-			k.target = req.Params.Name
+			k.target = readTarget(env.Params).name
 		}
 	}
 	m.opDuration.Record(bg, d, m.ops.get(k, func() attribute.Set {

@@ -167,7 +167,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env envelop
 		return
 	}
 	if span != nil {
-		span.SetAttributes(spanSessionID(id), semconv.McpProtocolVersion(sess.ProtocolVersion()))
+		span.SetAttributes(sess.spanID(), semconv.McpProtocolVersion(sess.ProtocolVersion()))
 	}
 	h.writeJSON(w, resp, id, h.cfg.WriteTimeout)
 	endRequestSpan(span, resp)
@@ -211,7 +211,7 @@ func (h *Handler) createSession(ctx context.Context, id, caller string, env enve
 		h.discardLocked(sess)
 		return nil, nil, errInternal("registering the session: " + err.Error())
 	}
-	resp := h.handle(ctx, sess, env.ID, body)
+	resp := h.handle(ctx, sess, env, body)
 	if _, failed := resp.(mcp.JSONRPCError); failed || resp == nil || isRPCError(resp) {
 		h.discardLocked(sess)
 		return nil, resp, nil

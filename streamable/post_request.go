@@ -59,7 +59,7 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	defer sess.endWork(p)
 	p.prepare()
-	p.run(body)
+	p.run(env, body)
 }
 
 // prepare makes the request's session (its queues come on first use).
@@ -71,13 +71,13 @@ func (p *postStream) prepare() {
 }
 
 // run runs the request through the MCPServer and answers it.
-func (p *postStream) run(body []byte) {
+func (p *postStream) run(env envelope, body []byte) {
 	defer p.finish()
 	var keepalive *time.Timer
 	if p.h.cfg.HeartbeatInterval > 0 && streams(p.w) {
 		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.rs.onFirstUse) // one func value for both uses
 	}
-	resp := p.h.handle(p.ctx, p.rs, p.id, body)
+	resp := p.h.handle(p.ctx, p.rs, env, body)
 	if keepalive != nil {
 		keepalive.Stop()
 	}
@@ -332,11 +332,11 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 
 // handle runs one request through the MCPServer, timed in
 // mcp.server.operation.duration (metrics_operation.go).
-func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte) mcp.JSONRPCMessage {
+func (h *Handler) handle(ctx context.Context, cs server.ClientSession, env envelope, body []byte) mcp.JSONRPCMessage {
 	start := h.met.opStart()
-	resp := h.handleMessage(ctx, cs, id, body)
+	resp := h.handleMessage(ctx, cs, env.ID, body)
 	if !start.IsZero() {
-		h.met.operation(start, body, sessionVersion(cs), resp)
+		h.met.operation(start, env, sessionVersion(cs), resp)
 	}
 	return resp
 }

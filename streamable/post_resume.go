@@ -81,7 +81,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		defer close(done)
 		defer sess.endWork(p)
 		defer cancel(nil)
-		p.run(body)
+		p.run(env, body)
 		if p.stream != "" { // named by the writer, which run joined
 			h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
 		}

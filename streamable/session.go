@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Session states. A session only moves forward: active, terminating (DELETE,
@@ -40,6 +41,9 @@ type session struct {
 	mcpState
 	h  *Handler
 	id string
+	// spanAttr is the mcp.session.id span attribute, made on first use
+	// (spanID).
+	spanAttr atomic.Pointer[attribute.KeyValue]
 
 	// ctx ends when the session starts terminating; in-flight requests and
 	// pending server-to-client requests watch it.

@@ -94,16 +94,6 @@ func (t *tracing) propagator() propagation.TextMapPropagator {
 	return otel.GetTextMapPropagator()
 }
 
-// spanParams is what a request's span reads of its params.
-type spanParams struct {
-	Name string `json:"name"`
-	URI  string `json:"uri"`
-	Meta struct {
-		TraceParent string `json:"traceparent"`
-		TraceState  string `json:"tracestate"`
-	} `json:"_meta"`
-}
-
 // startRequestSpan starts the SERVER span of one MCP request (env) of
 // sess (nil for initialize, whose session is not made yet) from ctx, or
 // returns ctx and nil when tracing is off. The parent is the trace context
@@ -120,17 +110,14 @@ func (h *Handler) startRequestSpan(ctx context.Context, r *http.Request, sess *s
 			sessionID = sess.id
 		}
 	}
-	var p spanParams
-	if len(env.Params) > 0 && env.Params[0] == '{' {
-		_ = json.Unmarshal(env.Params, &p) // mcp-go answers malformed params
-	}
+	p := readTarget(env.Params)
 	prop := h.tracing.propagator()
 	switch {
-	case p.Meta.TraceParent != "":
+	case p.traceParent != "":
 		// W3C trace context by the MCP conventions: read by the
 		// configured propagator, else as W3C (the global propagator is a
 		// no-op until the application sets one).
-		meta := propagation.MapCarrier{"traceparent": p.Meta.TraceParent, "tracestate": p.Meta.TraceState}
+		meta := propagation.MapCarrier{"traceparent": p.traceParent, "tracestate": p.traceState}
 		if pctx := prop.Extract(ctx, meta); !trace.SpanContextFromContext(pctx).Equal(trace.SpanContextFromContext(ctx)) {
 			ctx = pctx // the propagator read _meta
 		} else {
@@ -156,17 +143,17 @@ func (h *Handler) startRequestSpan(ctx context.Context, r *http.Request, sess *s
 	if sessionID != "" {
 		// The id is the client's credential: spans name the session as
 		// logs do (logid.go).
-		attrs = append(attrs, spanSessionID(sessionID))
+		attrs = append(attrs, sess.spanID())
 	}
 	switch {
-	case env.Method == string(mcp.MethodToolsCall) && p.Name != "":
-		name += " " + p.Name
-		attrs = append(attrs, semconv.GenAIToolName(p.Name))
-	case env.Method == string(mcp.MethodPromptsGet) && p.Name != "":
-		name += " " + p.Name
-		attrs = append(attrs, semconv.GenAIPromptName(p.Name))
-	case p.URI != "":
-		attrs = append(attrs, semconv.McpResourceURI(p.URI))
+	case env.Method == string(mcp.MethodToolsCall) && p.name != "":
+		name += " " + p.name
+		attrs = append(attrs, semconv.GenAIToolName(p.name))
+	case env.Method == string(mcp.MethodPromptsGet) && p.name != "":
+		name += " " + p.name
+		attrs = append(attrs, semconv.GenAIPromptName(p.name))
+	case p.uri != "":
+		attrs = append(attrs, semconv.McpResourceURI(p.uri))
 	}
 	return h.tracing.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }
@@ -175,6 +162,17 @@ func (h *Handler) startRequestSpan(ctx context.Context, r *http.Request, sess *s
 // (logid.go), as the id is the client's credential.
 func spanSessionID(id string) attribute.KeyValue {
 	return semconv.McpSessionID(logID(id).LogValue().String())
+}
+
+// spanID is spanSessionID of s, computed once (a digest per request
+// otherwise).
+func (s *session) spanID() attribute.KeyValue {
+	if kv := s.spanAttr.Load(); kv != nil {
+		return *kv
+	}
+	kv := spanSessionID(s.id)
+	s.spanAttr.Store(&kv)
+	return kv
 }
 
 // endRequestSpan ends a request's span with resp, its answer: an error
@@ -285,7 +283,7 @@ func (h *Handler) traceGetEnd(g *getStream) {
 		return
 	}
 	_, span := h.tracing.tracer.Start(g.ctx, streamSpanName, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(spanSessionID(g.sess.id), attrStreamKind.String("get")))
+		trace.WithAttributes(g.sess.spanID(), attrStreamKind.String("get")))
 	for _, e := range events {
 		span.AddEvent(e, trace.WithAttributes(attrUnansweredPings.Int(g.tracker.Unanswered())))
 	}
