@@ -83,15 +83,19 @@ func (o *operationSets) sessionSet(version string, c endCause) []metric.RecordOp
 // opStart is when a request began, or zero when its duration is not
 // recorded (no SDK): the no-op path reads no clock and parses nothing.
 func (m *meters) opStart() time.Time {
-	if m.opDuration.Enabled(bg) {
+	if m.opTimed() {
 		return time.Now()
 	}
 	return time.Time{}
 }
 
+// opTimed reports whether mcp.server.operation.duration is recorded (an
+// SDK is installed that wants it).
+func (m *meters) opTimed() bool { return m.opDuration.Enabled(bg) }
+
 // operation records mcp.server.operation.duration for the request env,
 // begun at start on a session of version, answered with resp.
-func (m *meters) operation(start time.Time, env envelope, version string, resp mcp.JSONRPCMessage) {
+func (m *meters) operation(start time.Time, env *envelope, version string, resp mcp.JSONRPCMessage) {
 	d := time.Since(start).Seconds()
 	k := operationKey{method: otherValue, version: boundedVersion(version)}
 	if slices.Contains(mcpMethods[:], env.Method) {

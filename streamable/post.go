@@ -211,7 +211,7 @@ func (h *Handler) createSession(ctx context.Context, id, caller string, env enve
 		h.discardLocked(sess)
 		return nil, nil, errInternal("registering the session: " + err.Error())
 	}
-	resp := h.handle(ctx, sess, env, body)
+	resp := h.handle(ctx, sess, env.ID, body, &env)
 	if _, failed := resp.(mcp.JSONRPCError); failed || resp == nil || isRPCError(resp) {
 		h.discardLocked(sess)
 		return nil, resp, nil

@@ -59,7 +59,7 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	defer sess.endWork(p)
 	p.prepare()
-	p.run(env, body)
+	p.run(body, &env)
 }
 
 // prepare makes the request's session (its queues come on first use).
@@ -70,14 +70,15 @@ func (p *postStream) prepare() {
 	p.rs.post = p
 }
 
-// run runs the request through the MCPServer and answers it.
-func (p *postStream) run(env envelope, body []byte) {
+// run runs the request through the MCPServer and answers it; env is
+// read as handle says.
+func (p *postStream) run(body []byte, env *envelope) {
 	defer p.finish()
 	var keepalive *time.Timer
 	if p.h.cfg.HeartbeatInterval > 0 && streams(p.w) {
 		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.rs.onFirstUse) // one func value for both uses
 	}
-	resp := p.h.handle(p.ctx, p.rs, env, body)
+	resp := p.h.handle(p.ctx, p.rs, p.id, body, env)
 	if keepalive != nil {
 		keepalive.Stop()
 	}
@@ -330,12 +331,14 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	}
 }
 
-// handle runs one request through the MCPServer, timed in
-// mcp.server.operation.duration (metrics_operation.go).
-func (h *Handler) handle(ctx context.Context, cs server.ClientSession, env envelope, body []byte) mcp.JSONRPCMessage {
+// handle runs one request (id, body) through the MCPServer, timed in
+// mcp.server.operation.duration (metrics_operation.go), which reads env,
+// the request's envelope; env may be nil when that is not recorded
+// (opTimed false).
+func (h *Handler) handle(ctx context.Context, cs server.ClientSession, id json.RawMessage, body []byte, env *envelope) mcp.JSONRPCMessage {
 	start := h.met.opStart()
-	resp := h.handleMessage(ctx, cs, env.ID, body)
-	if !start.IsZero() {
+	resp := h.handleMessage(ctx, cs, id, body)
+	if !start.IsZero() && env != nil {
 		h.met.operation(start, env, sessionVersion(cs), resp)
 	}
 	return resp

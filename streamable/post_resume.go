@@ -71,6 +71,13 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	p.prepare()
+	// The worker reads env only for mcp.server.operation.duration: a copy
+	// on the heap when that is recorded, none otherwise.
+	var op *envelope
+	if h.met.opTimed() {
+		e := env
+		op = &e
+	}
 	done := make(chan struct{})
 	gone := make(chan struct{})
 	stop := context.AfterFunc(r.Context(), func() {
@@ -79,15 +86,15 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	})
 	go func() {
 		defer close(done)
-		defer sess.endWork(p)
-		defer cancel(nil)
-		p.run(env, body)
+		defer p.sess.endWork(p)
+		defer p.cancel(nil)
+		p.run(body, op)
 		if p.stream != "" { // named by the writer, which run joined
-			h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
+			p.h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
 		}
 		p.stopDetached()
 		if p.letGone { // set by the writer, which run joined
-			sess.endLetGo()
+			p.sess.endLetGo()
 		}
 	}()
 	select {
