@@ -87,6 +87,8 @@ func main() {
 	svgPath := flag.String("svg", "", "write the SVG chart here (default chart.svg in full mode, none in quick mode)")
 	only := flag.String("peers", strings.Join(peers, ","), "comma-separated peers to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the interleaved rounds (with -peers lifeline, of lifeline's variants alone)")
+	rounds := flag.Int("rounds", 0, "interleaved rounds (default 7, quick 3); more on a quiet machine narrows the ranges")
+	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round (default 1s, quick 300ms)")
 	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
 	flag.Parse()
 	if *modern {
@@ -103,6 +105,12 @@ func main() {
 		if *svgPath == "" {
 			*svgPath = "chart.svg"
 		}
+	}
+	if *rounds > 0 {
+		s.rounds = *rounds
+	}
+	if *roundDur > 0 {
+		s.roundDur = *roundDur
 	}
 	run := strings.Split(*only, ",")
 	start := time.Now()

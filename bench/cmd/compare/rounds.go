@@ -65,6 +65,7 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 		return iv
 	}
 	for r := range s.rounds {
+		began := time.Now()
 		round := map[string]map[string]sample{}
 		for _, c := range cells {
 			round[c.key()] = map[string]sample{}
@@ -82,6 +83,7 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 			}
 		}
 		iv.rounds = append(iv.rounds, round)
+		logf("round %d/%d took %.1f s", r+1, s.rounds, time.Since(began).Seconds())
 	}
 	return iv
 }
@@ -125,6 +127,7 @@ type partialError struct {
 	first string
 }
 
+// Error says how many calls failed and how the first did.
 func (e *partialError) Error() string {
 	return fmt.Sprintf("%d calls failed, the first: %s", e.calls, e.first)
 }

@@ -107,6 +107,7 @@ func renderTargets(ts []target) string {
 		b.WriteString(": " + strings.Join(missed, "; "))
 	}
 	b.WriteString(". Each is a median of per-round ratios of the interleaved rounds (range in brackets); " +
+		"lifeline on the Redis store is held to its latency bound against the memory store, not to the peers' req/s; " +
 		"a resumability or metrics cost is held to the project's 5% rule.\n\n")
 	b.WriteString(mdTable([]string{"target", "bound", "lifeline, median of rounds (range)", "rounds", "verdict"}, rows))
 	return b.String()
