@@ -31,6 +31,9 @@ func TestMedian(t *testing.T) {
 	if s := spreadOf([]float64{1.3, 1.1, 1.2}); s != (spread{med: 1.2, lo: 1.1, hi: 1.3, n: 3}) || s.ratioText() != "1.20x (1.10–1.30)" {
 		t.Errorf("spreadOf = %+v, %q", s, s.ratioText())
 	}
+	if got := spreadOf([]float64{0.998, 0.99, 1.25}).verdictText(); got != "0.998x (0.99–1.25)" {
+		t.Errorf("verdictText = %q", got)
+	}
 	if s := spreadOf(nil); s.n != 0 || s.ratioText() != "n/a" {
 		t.Errorf("spreadOf(nil) = %+v, %q", s, s.ratioText())
 	}

@@ -41,6 +41,15 @@ func (s spread) ratioText() string {
 	return fmt.Sprintf("%.2fx (%.2f–%.2f)", s.med, s.lo, s.hi)
 }
 
+// verdictText renders a ratio spread as ratioText does, the median with
+// three decimals: next to a bound, 0.998x must not read as 1.00x.
+func (s spread) verdictText() string {
+	if s.n == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3fx (%.2f–%.2f)", s.med, s.lo, s.hi)
+}
+
 // rpsOf is a sample's req/s.
 func rpsOf(s sample) float64 { return s.rps }
 

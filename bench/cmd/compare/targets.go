@@ -100,7 +100,7 @@ func renderTargets(ts []target) string {
 		case "**missed**":
 			missed = append(missed, t.what)
 		}
-		rows = append(rows, []string{t.what, t.boundText(), t.got.ratioText(), fmt.Sprint(t.got.n), v})
+		rows = append(rows, []string{t.what, t.boundText(), t.got.verdictText(), fmt.Sprint(t.got.n), v})
 	}
 	fmt.Fprintf(&b, "%d met, %d missed", met, len(missed))
 	if len(missed) > 0 {
