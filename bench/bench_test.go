@@ -82,3 +82,57 @@ func TestModernThroughputAndListen(t *testing.T) {
 		sp.Close()
 	}
 }
+
+// TestGoSDKModernThroughput checks that the Go SDK's peer answers
+// sessionless 2026-07-28 tools/call (on its stateless handlers), JSON and
+// SSE, so that its 2026-07-28 cells measure calls, not errors.
+func TestGoSDKModernThroughput(t *testing.T) {
+	sp, err := StartPeer(GoSDK, Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	p := sp.InEra(true)
+	for _, sse := range []bool{false, true} {
+		res, err := MeasureThroughput(p, 4, sse, 30*time.Second, 200)
+		if err != nil {
+			t.Errorf("sse=%v: %v", sse, err)
+			continue
+		}
+		if res.Errors > 0 || res.Lat.N != 200 {
+			t.Errorf("sse=%v: %d calls, %d errors (first %s)", sse, res.Lat.N, res.Errors, res.FirstEr)
+		}
+	}
+}
+
+// TestRedisThroughput checks that lifeline on a real redis-server
+// (StartRedis, Options.Redis) answers tools/call, JSON and SSE, and
+// session churn. It skips when redis-server is not on PATH.
+func TestRedisThroughput(t *testing.T) {
+	rb, err := StartRedis()
+	if IsNoRedisServer(err) {
+		t.Skipf("redis-server not found: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	p, err := StartPeer(Lifeline, Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, Redis: rb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, sse := range []bool{false, true} {
+		res, err := MeasureThroughput(p, 4, sse, 30*time.Second, 200)
+		if err != nil {
+			t.Errorf("sse=%v: %v", sse, err)
+			continue
+		}
+		if res.Errors > 0 || res.Lat.N != 200 {
+			t.Errorf("sse=%v: %d calls, %d errors (first %s)", sse, res.Lat.N, res.Errors, res.FirstEr)
+		}
+	}
+	if _, err := MeasureChurn(p, 2, 30*time.Second, 50); err != nil {
+		t.Errorf("churn: %v", err)
+	}
+}

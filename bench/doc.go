@@ -4,7 +4,9 @@
 // built on it can reach) and a plain net/http handler (the physical limit),
 // over loopback in one process, with raw HTTP clients. It reports; it never
 // passes or fails. cmd/compare runs it and writes BENCHMARKS.md and
-// chart.svg.
+// chart.svg: every throughput cell in interleaved rounds (all variants up at
+// once, measured in turn), lifeline also on a real redis-server
+// (StartRedis, Options.Redis).
 //
 // Clients speak the session era (2025-11-25: initialize, Mcp-Session-Id)
 // or, on a Peer from InEra(true), protocol 2026-07-28 (sessionless: the

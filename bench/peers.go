@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
@@ -56,6 +57,10 @@ type Options struct {
 	// globals, with nothing installed.
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+	// Redis, when set, puts lifeline's sessions (and, by default, its
+	// event log) in a Store of its own on that redis-server; the peer's
+	// Close closes the Store. Nil: the process-local memory store.
+	Redis *RedisBackend
 }
 
 // Peer is one server under test, on its own http.Server and port.
@@ -76,6 +81,10 @@ type Peer struct {
 	// Modern makes the measurements speak sessionless 2026-07-28 to the
 	// peer (lifeline and stock mcp-go serve both eras on one endpoint).
 	Modern bool
+	// modernURL and modernJSONURL, when set, are where the peer serves
+	// 2026-07-28 instead of URL and JSONURL: the Go SDK answers it only on
+	// a handler with Stateless set.
+	modernURL, modernJSONURL string
 
 	srv   *http.Server
 	close func()
@@ -87,6 +96,9 @@ type Peer struct {
 func (p *Peer) InEra(modern bool) *Peer {
 	q := *p
 	q.Modern = modern
+	if modern && q.modernURL != "" {
+		q.URL, q.JSONURL = q.modernURL, q.modernJSONURL
+	}
 	return &q
 }
 
@@ -121,7 +133,14 @@ func serve(name, path string, h http.Handler, extra map[string]http.Handler) (*P
 func StartPeer(name string, o Options) (*Peer, error) {
 	switch name {
 	case Lifeline:
+		var store sessionstore.Store
+		closeStore := func() {}
+		if o.Redis != nil {
+			rs := o.Redis.newStore()
+			store, closeStore = rs, func() { _ = rs.Close() }
+		}
 		h := streamable.New(newMCPGoServer(), streamable.Config{
+			Store:             store,
 			HeartbeatInterval: o.Heartbeat,
 			WriteTimeout:      o.WriteTimeout,
 			Logger:            discard,
@@ -133,10 +152,11 @@ func StartPeer(name string, o Options) (*Peer, error) {
 		p, err := serve(name, "/mcp", h, nil)
 		if err != nil {
 			_ = h.Close()
+			closeStore()
 			return nil, err
 		}
 		p.Handler = h
-		p.close = func() { _ = h.Close() }
+		p.close = func() { _ = h.Close(); closeStore() }
 		return p, nil
 	case MCPGo:
 		h := server.NewStreamableHTTPServer(newMCPGoServer(),
@@ -159,11 +179,18 @@ func StartPeer(name string, o Options) (*Peer, error) {
 			&sdk.StreamableHTTPOptions{Logger: discard})
 		js := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
 			&sdk.StreamableHTTPOptions{Logger: discard, JSONResponse: true})
-		p, err := serve(name, "/mcp", sse, map[string]http.Handler{"/mcp-json": js})
+		// The SDK serves 2026-07-28 only when stateless; the same server
+		// behind two stateless handlers answers it (SSE and JSON).
+		modernSSE := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
+			&sdk.StreamableHTTPOptions{Logger: discard, Stateless: true})
+		modernJSON := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
+			&sdk.StreamableHTTPOptions{Logger: discard, Stateless: true, JSONResponse: true})
+		p, err := serve(name, "/mcp", sse, map[string]http.Handler{"/mcp-json": js, "/mcp-2026": modernSSE, "/mcp-2026-json": modernJSON})
 		if err != nil {
 			return nil, err
 		}
-		p.JSONURL = strings.TrimSuffix(p.URL, "/mcp") + "/mcp-json"
+		base := strings.TrimSuffix(p.URL, "/mcp")
+		p.JSONURL, p.modernURL, p.modernJSONURL = base+"/mcp-json", base+"/mcp-2026", base+"/mcp-2026-json"
 		return p, nil
 	case Floor:
 		p, err := serve(name, "/mcp", floorHandler{s: newMCPGoServer()}, nil)

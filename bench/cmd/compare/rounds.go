@@ -3,230 +3,131 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/bench"
 )
 
-// interleavedTitle heads the interleaved rounds' table.
-const interleavedTitle = "tools/call JSON at 64 sessions, interleaved rounds"
+// sample is one measurement of one variant in one cell of one round.
+type sample struct {
+	rps float64       // req/s (cycles/s for churn)
+	p50 time.Duration // median call latency; 0 for churn
+}
 
-// interleaved is the headline measured again in interleaved rounds: every
-// peer up at once, tools/call JSON at 64 sessions measured for each in turn,
-// so that two peers' numbers of a round are seconds apart, not minutes.
+// cellErr is what went wrong in one cell for one variant, over the rounds.
+type cellErr struct {
+	rounds int    // rounds with an error
+	first  string // the first one
+}
+
+// interleaved is what the interleaved rounds measured.
 type interleaved struct {
-	peers []string // in rotation order
-	// rounds holds req/s per peer, a map per round; a peer is missing from
-	// a round where its measurement failed.
-	rounds []map[string]float64
+	variants []variant  // started, in rotation order
+	cells    []cellSpec // in report order
+	// rounds holds, per round, cell key -> variant label -> sample; a
+	// variant is missing from a cell of a round where its measurement
+	// failed.
+	rounds []map[string]map[string]sample
 	dur    time.Duration
-	errs   []string
+	// absent says, per variant label, why it was not measured at all
+	// (e.g. "n/a: redis-server not found").
+	absent map[string]string
+	// errs are the measurements' errors, per "cell variant".
+	errs map[string]*cellErr
 	// err is set when the phase could not run at all.
 	err error
 }
 
-// roundPeers are the peers of run that the interleaved rounds measure: every
-// one but the plain handler, in report order.
-func roundPeers(run []string) []string {
-	var out []string
-	for _, p := range peers {
-		if p != bench.Plain && slices.Contains(run, p) {
-			out = append(out, p)
+// runInterleaved starts every variant of vs at once and measures each cell
+// of cells s.rounds times for s.roundDur, each round's variants in
+// rotation. A variant that cannot start is noted in absent and left out. It
+// closes every peer it started before it returns.
+func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *interleaved {
+	iv := &interleaved{cells: cells, dur: s.roundDur, absent: map[string]string{}, errs: map[string]*cellErr{}}
+	peers := map[string]*bench.Peer{}
+	defer func() {
+		for _, p := range peers {
+			p.Close()
 		}
+	}()
+	for _, v := range vs {
+		p, err := be.start(v, s)
+		if err != nil {
+			iv.absent[v.label] = err.Error()
+			logf("interleaved rounds: %s: %v", v.label, err)
+			continue
+		}
+		peers[v.label] = p
+		iv.variants = append(iv.variants, v)
 	}
-	return out
-}
-
-// runInterleaved starts the peers names at once and measures each s.rounds
-// times for s.roundDur, round r starting at peer r mod len(names). It closes
-// every peer it started before it returns.
-func runInterleaved(names []string, s settings) *interleaved {
-	iv := &interleaved{peers: names, dur: s.roundDur}
-	if !slices.Contains(names, bench.Lifeline) || len(names) < 2 {
+	if _, ok := peers[vLifeline]; !ok || len(iv.variants) < 2 {
 		iv.err = errors.New("needs lifeline and at least one other peer (-peers)")
 		return iv
 	}
-	ps, err := startAll(names, s)
-	if err != nil {
-		iv.err = err
-		logf("interleaved rounds: %v", err)
-		return iv
-	}
-	defer closeAll(ps)
 	for r := range s.rounds {
-		iv.rounds = append(iv.rounds, iv.measureRound(ps, r, s))
+		began := time.Now()
+		round := map[string]map[string]sample{}
+		for _, c := range cells {
+			round[c.key()] = map[string]sample{}
+			for _, v := range rotation(variantsOf(c, iv.variants), r) {
+				smp, err := measureCell(peers[v.label], c, s)
+				if err != nil {
+					iv.noteErr(c, v, fmt.Sprintf("round %d: %v", r+1, err))
+					logf("round %d/%d %-7s %-28s %v", r+1, s.rounds, c.key(), v.label, err)
+					if _, partial := errors.AsType[*partialError](err); !partial {
+						continue
+					}
+				}
+				round[c.key()][v.label] = smp
+				logf("round %d/%d %-7s %-28s %8.0f/s p50 %v", r+1, s.rounds, c.key(), v.label, smp.rps, smp.p50)
+			}
+		}
+		iv.rounds = append(iv.rounds, round)
+		logf("round %d/%d took %.1f s", r+1, s.rounds, time.Since(began).Seconds())
 	}
 	return iv
 }
 
-// startAll starts every peer of names; on an error it closes the ones it
-// started.
-func startAll(names []string, s settings) ([]*bench.Peer, error) {
-	ps := make([]*bench.Peer, 0, len(names))
-	for _, name := range names {
-		p, err := bench.StartPeer(name, bench.Options{Heartbeat: s.heartbeat, WriteTimeout: s.writeTime})
-		if err != nil {
-			closeAll(ps)
-			return nil, fmt.Errorf("starting %s: %w", name, err)
-		}
-		ps = append(ps, p)
+// noteErr records an error of cell c for variant v.
+func (iv *interleaved) noteErr(c cellSpec, v variant, msg string) {
+	k := c.key() + " " + v.label
+	if e, ok := iv.errs[k]; ok {
+		e.rounds++
+		return
 	}
-	return ps, nil
+	iv.errs[k] = &cellErr{rounds: 1, first: msg}
 }
 
-// closeAll closes every peer of ps.
-func closeAll(ps []*bench.Peer) {
-	for _, p := range ps {
-		p.Close()
+// measureCell measures cell c on p for s.roundDur. A measurement some of
+// whose calls failed still counts (its req/s counts the successes): it is
+// returned with a *partialError.
+func measureCell(p *bench.Peer, c cellSpec, s settings) (sample, error) {
+	if c.work == churn {
+		rate, err := bench.MeasureChurn(p, c.conc, s.roundDur, s.maxReq)
+		return sample{rps: rate}, err
 	}
+	t, err := bench.MeasureThroughput(p, c.conc, c.work == sseCall, s.roundDur, s.maxReq)
+	if err != nil {
+		return sample{}, err
+	}
+	if t.Lat.N == 0 && t.Errors > 0 {
+		return sample{}, fmt.Errorf("every call failed (%d), the first: %s", t.Errors, t.FirstEr)
+	}
+	smp := sample{rps: t.RPS, p50: t.Lat.P50}
+	if t.Errors > 0 {
+		return smp, &partialError{calls: t.Errors, first: t.FirstEr}
+	}
+	return smp, nil
 }
 
-// measureRound measures round r (0-based): each peer of ps in turn, starting
-// at peer r mod len(ps), and returns req/s per peer measured.
-func (iv *interleaved) measureRound(ps []*bench.Peer, r int, s settings) map[string]float64 {
-	got := map[string]float64{}
-	for i := range ps {
-		p := ps[(r+i)%len(ps)]
-		t, err := bench.MeasureThroughput(p, 64, false, s.roundDur, s.maxReq)
-		if err != nil {
-			iv.errs = append(iv.errs, fmt.Sprintf("round %d, %s: %v", r+1, p.Name, err))
-			logf("round %d/%d %-8s json-64: %v", r+1, s.rounds, p.Name, err)
-			continue
-		}
-		if t.Errors > 0 {
-			iv.errs = append(iv.errs, fmt.Sprintf("round %d, %s: %d errors, first: %s", r+1, p.Name, t.Errors, t.FirstEr))
-		}
-		got[p.Name] = t.RPS
-		logf("round %d/%d %-8s json-64 %8.0f req/s p50 %v p99 %v errors %d", r+1, s.rounds, p.Name, t.RPS, t.Lat.P50, t.Lat.P99, t.Errors)
-	}
-	return got
+// partialError says that some calls of a measurement failed; the
+// measurement itself counts.
+type partialError struct {
+	calls int
+	first string
 }
 
-// rps is peer name's req/s of every round that measured it.
-func (iv *interleaved) rps(name string) []float64 {
-	var out []float64
-	for _, rd := range iv.rounds {
-		if v, ok := rd[name]; ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// ratios is lifeline's req/s over peer name's, one per round that measured
-// both.
-func (iv *interleaved) ratios(name string) []float64 {
-	var out []float64
-	for _, rd := range iv.rounds {
-		l, lok := rd[bench.Lifeline]
-		v, ok := rd[name]
-		if lok && ok && v > 0 {
-			out = append(out, l/v)
-		}
-	}
-	return out
-}
-
-// median is the median of xs (the mean of the middle two for an even
-// count), 0 for none. xs is not modified.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// renderInterleaved renders the interleaved rounds as a markdown section:
-// per peer the median req/s and lifeline's median per-round ratio with its
-// range.
-func renderInterleaved(iv *interleaved) string {
-	var b strings.Builder
-	b.WriteString("## " + interleavedTitle + "\n\n")
-	if iv.err != nil {
-		fmt.Fprintf(&b, "Not measured: %v.\n", iv.err)
-		return b.String()
-	}
-	fmt.Fprintf(&b, "The table above measures each peer's cells minutes apart, and on a shared machine two such measurements "+
-		"differ by about ±10%%; here %s run at once and are measured in turn, seconds apart, for %d rounds of %v each "+
-		"(the starting peer rotating each round), and each ratio is the median of the per-round ratios.\n\n",
-		joinAnd(iv.peers), len(iv.rounds), iv.dur)
-	b.WriteString("| peer | median req/s | lifeline vs peer, median of per-round ratios | range over rounds |\n|---|---:|---:|---:|\n")
-	for _, name := range iv.peers {
-		med, rat, rng := "n/a", "", ""
-		if v := iv.rps(name); len(v) > 0 {
-			med = fmt.Sprintf("%.0f (%d rounds)", median(v), len(v))
-		}
-		if name != bench.Lifeline {
-			rat, rng = "n/a", "n/a"
-			if rs := iv.ratios(name); len(rs) > 0 {
-				rat = fmt.Sprintf("%.2fx", median(rs))
-				rng = fmt.Sprintf("%.2fx – %.2fx", slices.Min(rs), slices.Max(rs))
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", columnTitle(name), med, rat, rng)
-	}
-	return b.String()
-}
-
-// joinAnd joins names as "a, b and c".
-func joinAnd(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-// headline is the throughput target: lifeline's tools/call req/s at
-// 64 sessions (JSON) over stock mcp-go's and over the Go SDK's.
-type headline struct {
-	mcpgo, gosdk headRatio
-}
-
-// headRatio is one headline ratio: the median of the interleaved rounds'
-// per-round ratios when there are any, else the per-peer cells' ratio.
-type headRatio struct {
-	v float64
-	// lo and hi are the range over the rounds; n is how many rounds, 0
-	// when v is from the per-peer cells, for the reason in fallback.
-	lo, hi   float64
-	n        int
-	fallback string
-}
-
-// headlineOf takes the headline ratios from the interleaved rounds, falling
-// back to the per-peer cells of res for a ratio the rounds did not measure.
-func headlineOf(res map[string]*peerResult, iv *interleaved) headline {
-	return headline{mcpgo: headRatioOf(res, iv, bench.MCPGo), gosdk: headRatioOf(res, iv, bench.GoSDK)}
-}
-
-// headRatioOf is lifeline's headline ratio over peer name.
-func headRatioOf(res map[string]*peerResult, iv *interleaved, name string) headRatio {
-	if iv.err != nil {
-		return headRatio{v: ratio(thr64(res[bench.Lifeline]), thr64(res[name])), fallback: "interleaved rounds not measured: " + iv.err.Error()}
-	}
-	rs := iv.ratios(name)
-	if len(rs) == 0 {
-		return headRatio{v: ratio(thr64(res[bench.Lifeline]), thr64(res[name])), fallback: "no interleaved round measured both lifeline and " + name}
-	}
-	return headRatio{v: median(rs), lo: slices.Min(rs), hi: slices.Max(rs), n: len(rs)}
-}
-
-// describe says where h comes from, for the targets line; withRange adds
-// the range over the rounds.
-func (h headRatio) describe(withRange bool) string {
-	if h.n == 0 {
-		return "per-peer cells of the table, " + h.fallback
-	}
-	d := fmt.Sprintf("median of %d interleaved rounds", h.n)
-	if withRange {
-		d += fmt.Sprintf("; range %.2f–%.2fx", h.lo, h.hi)
-	}
-	return d
+// Error says how many calls failed and how the first did.
+func (e *partialError) Error() string {
+	return fmt.Sprintf("%d calls failed, the first: %s", e.calls, e.first)
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -28,37 +28,139 @@ func TestMedian(t *testing.T) {
 	if got := median(nil); got != 0 {
 		t.Errorf("median(nil) = %v, want 0", got)
 	}
+	if s := spreadOf([]float64{1.3, 1.1, 1.2}); s != (spread{med: 1.2, lo: 1.1, hi: 1.3, n: 3}) || s.ratioText() != "1.20x (1.10–1.30)" {
+		t.Errorf("spreadOf = %+v, %q", s, s.ratioText())
+	}
+	if got := spreadOf([]float64{0.998, 0.99, 1.25}).verdictText(); got != "0.998x (0.99–1.25)" {
+		t.Errorf("verdictText = %q", got)
+	}
+	if s := spreadOf(nil); s.n != 0 || s.ratioText() != "n/a" {
+		t.Errorf("spreadOf(nil) = %+v, %q", s, s.ratioText())
+	}
 }
 
-// TestHeadline checks that the headline takes the median of the per-round
-// ratios, skipping a round that missed a peer, and falls back to the
-// per-peer cells when the rounds did not run.
-func TestHeadline(t *testing.T) {
+// TestRotation checks that round r starts at variant r mod n and keeps the
+// order after it.
+func TestRotation(t *testing.T) {
+	vs := []string{"a", "b", "c"}
+	for r, want := range []string{"abc", "bca", "cab", "abc"} {
+		if got := strings.Join(rotation(vs, r), ""); got != want {
+			t.Errorf("round %d: %s, want %s", r, got, want)
+		}
+	}
+}
+
+// TestApplies checks which cells each kind of variant is measured in.
+func TestApplies(t *testing.T) {
+	byLabel := map[string]variant{}
+	for _, v := range allVariants {
+		byLabel[v.label] = v
+	}
+	label := func(vs []variant) string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.label)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := label(variantsOf(cellChurn, allVariants)); got != "lifeline,mcp-go,go-sdk,lifeline on Redis" {
+		t.Errorf("churn: %s", got)
+	}
+	if got := label(variantsOf(cellSSE16, allVariants)); strings.Contains(got, vFloor) || strings.Contains(got, vMetrics) || !strings.Contains(got, vLifelineModern) {
+		t.Errorf("sse-16: %s", got)
+	}
+	if got := variantsOf(cellJSON64, allVariants); len(got) != len(allVariants) {
+		t.Errorf("json-64: %s, want every variant", label(got))
+	}
+	if got := label(variantsOf(cellJSON16, allVariants)); strings.Contains(got, vNoEventLog) || !strings.Contains(got, vFloor) {
+		t.Errorf("json-16: %s", got)
+	}
+	if got := label(selectVariants([]string{bench.Lifeline, bench.MCPGo}, true)); strings.Contains(got, vRedis) || strings.Contains(got, vGoSDK) || !strings.Contains(got, vMCPGoModern) {
+		t.Errorf("selectVariants(lifeline, mcp-go, no redis): %s", got)
+	}
+}
+
+// roundsOf builds an interleaved result of JSON at 64 sessions from req/s
+// per round.
+func roundsOf(rps ...map[string]float64) *interleaved {
+	iv := &interleaved{cells: quickCells, absent: map[string]string{}}
+	for _, r := range rps {
+		rd := map[string]map[string]sample{cellJSON64.key(): {}}
+		for label, v := range r {
+			rd[cellJSON64.key()][label] = sample{rps: v, p50: time.Duration(1e9 / v)}
+		}
+		iv.rounds = append(iv.rounds, rd)
+	}
+	return iv
+}
+
+// TestRatiosAndRatioLine checks that a ratio is the median of the per-round
+// ratios, skipping a round that missed a peer, and that the RATIO line keeps
+// its old fields first and appends the new ones.
+func TestRatiosAndRatioLine(t *testing.T) {
+	iv := roundsOf(
+		map[string]float64{vLifeline: 110, vMCPGo: 100, vGoSDK: 10, vFloor: 100},
+		map[string]float64{vLifeline: 120, vMCPGo: 100, vFloor: 125},
+		map[string]float64{vLifeline: 130, vMCPGo: 100, vGoSDK: 10, vFloor: 100},
+	)
+	if s := iv.ratioSpread(cellJSON64.key(), vLifeline, vMCPGo); s != (spread{med: 1.2, lo: 1.1, hi: 1.3, n: 3}) {
+		t.Errorf("vs mcp-go = %+v, want median 1.2 of 3 rounds, range 1.1-1.3", s)
+	}
+	if s := iv.ratioSpread(cellJSON64.key(), vLifeline, vGoSDK); s.n != 2 || s.med != 12 {
+		t.Errorf("vs go-sdk = %+v, want median 12 of 2 rounds", s)
+	}
+	if got := iv.rpsText(cellJSON64.key(), vGoSDK); got != "10 (2 rounds)" {
+		t.Errorf("go-sdk req/s = %q", got)
+	}
 	res := map[string]*peerResult{
-		bench.Lifeline: {thr: map[string]bench.Throughput{"json-64": {RPS: 300}}},
-		bench.MCPGo:    {thr: map[string]bench.Throughput{"json-64": {RPS: 100}}},
-		bench.GoSDK:    {thr: map[string]bench.Throughput{"json-64": {RPS: 150}}},
+		bench.Lifeline: {idleOK: true, idle: bench.Idle{GoroutinesPerStream: 4, HeapPerStream: 3000}},
+		bench.MCPGo:    {idleOK: true, idle: bench.Idle{GoroutinesPerStream: 6, HeapPerStream: 5000}},
+		bench.Plain:    {idleOK: true, idle: bench.Idle{GoroutinesPerStream: 4, HeapPerStream: 1000}},
 	}
-	iv := &interleaved{peers: []string{bench.Lifeline, bench.MCPGo, bench.GoSDK}, rounds: []map[string]float64{
-		{bench.Lifeline: 110, bench.MCPGo: 100, bench.GoSDK: 10},
-		{bench.Lifeline: 120, bench.MCPGo: 100},
-		{bench.Lifeline: 130, bench.MCPGo: 100, bench.GoSDK: 10},
-	}}
-	h := headlineOf(res, iv)
-	if h.mcpgo.n != 3 || h.mcpgo.v != 1.2 || h.mcpgo.lo != 1.1 || h.mcpgo.hi != 1.3 {
-		t.Errorf("vs mcp-go = %+v, want median 1.2 of 3 rounds, range 1.1-1.3", h.mcpgo)
+	want := "RATIO throughput_vs_mcpgo=1.20 throughput_vs_gosdk=12.00 goroutines_per_idle_stream=0.00 heap_per_idle_stream_vs_mcpgo=0.50 " +
+		"sse_vs_mcpgo=0.00 churn_vs_mcpgo=0.00 json_vs_floor=1.10"
+	if got := ratioLine(res, iv); got != want {
+		t.Errorf("ratio line\n got %q\nwant %q", got, want)
 	}
-	if h.gosdk.n != 2 || h.gosdk.v != 12 {
-		t.Errorf("vs go-sdk = %+v, want median 12 of 2 rounds", h.gosdk)
+}
+
+// TestTargets checks the verdicts: a lower bound, an upper bound (Redis
+// latency), a cost without a bound, and the Redis lines when redis-server
+// was not found.
+func TestTargets(t *testing.T) {
+	iv := roundsOf(
+		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 80},
+		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 85},
+		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 82},
+	)
+	verdicts := map[string]string{}
+	for _, tg := range targetsOf(iv) {
+		verdicts[tg.what] = tg.verdict()
 	}
-	if !strings.Contains(renderInterleaved(iv), "| stock mcp-go | 100 (3 rounds) | 1.20x | 1.10x – 1.30x |") {
-		t.Errorf("interleaved table:\n%s", renderInterleaved(iv))
+	want := map[string]string{
+		cellJSON64.title() + " vs stock mcp-go":                                "**missed**", // 0.99
+		cellJSON64.title() + " vs go-sdk":                                      "met",
+		cellJSON64.title() + " vs the mcp-go floor":                            "met", // 0.98
+		cellJSON64.title() + ": p50 latency on Redis vs the memory store":      "met", // 100/70
+		cellJSON64.title() + ": cost of " + costs[1].what + ", with / without": "met", // 0.95
+		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "reported: " + costs[2].noBound,
+		cellSSE64.title() + " vs stock mcp-go":                                 "n/a: not measured",
 	}
-	h = headlineOf(res, &interleaved{err: errors.New("boom")})
-	if h.mcpgo.n != 0 || h.mcpgo.v != 3 || h.gosdk.v != 2 || !strings.Contains(h.mcpgo.describe(true), "per-peer cells") {
-		t.Errorf("fallback = %+v", h)
+	for what, v := range want {
+		if verdicts[what] != v {
+			t.Errorf("%s: %q, want %q", what, verdicts[what], v)
+		}
 	}
-	if got := ratioLine(res, h); !strings.HasPrefix(got, "RATIO throughput_vs_mcpgo=3.00 throughput_vs_gosdk=2.00 ") {
-		t.Errorf("ratio line = %q", got)
+	iv.absent[vRedis] = noRedisServer
+	for _, tg := range targetsOf(iv) {
+		if strings.Contains(tg.what, "Redis") && tg.verdict() != noRedisServer {
+			t.Errorf("%s without redis-server: %q", tg.what, tg.verdict())
+		}
+	}
+	if out := renderTargets(targetsOf(iv)); !strings.HasPrefix(out, "4 met, 1 missed: "+cellJSON64.title()+" vs stock mcp-go") {
+		t.Errorf("targets:\n%s", out)
+	}
+	if out := renderRedis(iv); !strings.Contains(out, noRedisServer) || strings.Contains(out, "| cell |") {
+		t.Errorf("Redis table without redis-server:\n%s", out)
 	}
 }

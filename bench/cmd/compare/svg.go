@@ -9,34 +9,24 @@ import (
 )
 
 // renderSVG draws two panels of horizontal bars: tools/call req/s at 64
-// sessions (JSON) as the headline measures it (the median of the
-// interleaved rounds; each peer's own cell when the rounds did not run),
-// and heap per idle GET stream beyond the plain handler's, for the peers
-// with sessions.
+// sessions (JSON), the median of the interleaved rounds, and heap per idle
+// GET stream beyond the plain handler's, for the peers with sessions.
 func renderSVG(res map[string]*peerResult, iv *interleaved) string {
 	type panel struct {
 		title string
 		names []string
 		unit  func(float64) string
-		val   func(string, *peerResult) (float64, bool)
+		val   func(string, *peerResult) (float64, bool) // the peer's result is nil when it did not run
 	}
-	rounds := iv != nil && iv.err == nil && len(iv.rounds) > 0
-	thrTitle, thrNames := "tools/call req/s, 64 sessions, JSON (higher is better)", peers
-	if rounds {
-		thrTitle = fmt.Sprintf("tools/call req/s, 64 sessions, JSON, median of %d interleaved rounds (higher is better)", len(iv.rounds))
-		thrNames = iv.peers
-	}
-	thr := func(name string, r *peerResult) (float64, bool) {
-		if rounds {
-			v := iv.rps(name)
-			return median(v), len(v) > 0
-		}
-		t, ok := r.thr["json-64"]
-		return t.RPS, ok
+	thrTitle := fmt.Sprintf("tools/call req/s, 64 sessions, JSON, median of %d interleaved rounds (higher is better)", len(iv.rounds))
+	thrNames := []string{bench.Lifeline, bench.MCPGo, bench.GoSDK, bench.Floor}
+	thr := func(name string, _ *peerResult) (float64, bool) {
+		s := iv.rpsSpread(cellJSON64.key(), name)
+		return s.med, s.n > 0
 	}
 	plain := res[bench.Plain]
 	beyond := func(_ string, r *peerResult) (float64, bool) {
-		if plain == nil || !plain.idleOK {
+		if r == nil || plain == nil || !plain.idleOK {
 			return 0, false
 		}
 		return r.idle.HeapPerStream - plain.idle.HeapPerStream, r.idleOK
@@ -62,20 +52,14 @@ func renderSVG(res map[string]*peerResult, iv *interleaved) string {
 		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y0+16, p.title)
 		maxV := 0.0
 		for _, name := range p.names {
-			if r, ok := res[name]; ok {
-				if v, ok := p.val(name, r); ok && v > maxV {
-					maxV = v
-				}
+			if v, ok := p.val(name, res[name]); ok && v > maxV {
+				maxV = v
 			}
 		}
 		for j, name := range p.names {
 			y := y0 + 30 + j*(barH+gap)
 			fmt.Fprintf(&b, `<text x="10" y="%d">%s</text>`+"\n", y+16, name)
-			r, ok := res[name]
-			var v float64
-			if ok {
-				v, ok = p.val(name, r)
-			}
+			v, ok := p.val(name, res[name])
 			if !ok || maxV <= 0 {
 				fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#666">n/a</text>`+"\n", left, y+16)
 				continue

@@ -40,39 +40,22 @@ func dms(d time.Duration) float64 {
 	return float64(d) / float64(time.Millisecond)
 }
 
+// tablePeers are the peers of the per-peer table (the floor has only
+// throughput cells, which the interleaved tables carry).
+var tablePeers = []string{bench.Lifeline, bench.MCPGo, bench.GoSDK, bench.Plain}
+
 // buildRows makes the table's rows from every peer's results; a peer that
 // did not run, or a measurement that failed or does not apply, is n/a.
 func buildRows(res map[string]*peerResult, s settings) []row {
 	var rows []row
 	add := func(name string, higher bool, f func(float64) string, get func(*peerResult) cell) {
 		r := row{name: name, higher: higher, cells: map[string]cell{}, fmtv: f}
-		for _, p := range peers {
+		for _, p := range tablePeers {
 			if pr, ok := res[p]; ok {
 				r.cells[p] = get(pr)
 			}
 		}
 		rows = append(rows, r)
-	}
-	for _, sse := range []bool{false, true} {
-		kind := "JSON (echo)"
-		if sse {
-			kind = "SSE (3 progress)"
-		}
-		for _, conc := range []int{1, 16, 64} {
-			k := thrKey(sse, conc)
-			add(fmt.Sprintf("tools/call %s, %d sessions: req/s", kind, conc), true, num, func(p *peerResult) cell {
-				t, ok := p.thr[k]
-				return cell{v: t.RPS, ok: ok}
-			})
-			add(fmt.Sprintf("tools/call %s, %d sessions: p50", kind, conc), false, ms, func(p *peerResult) cell {
-				t, ok := p.thr[k]
-				return cell{v: dms(t.Lat.P50), ok: ok}
-			})
-			add(fmt.Sprintf("tools/call %s, %d sessions: p99", kind, conc), false, ms, func(p *peerResult) cell {
-				t, ok := p.thr[k]
-				return cell{v: dms(t.Lat.P99), ok: ok}
-			})
-		}
 	}
 	plain := res[bench.Plain]
 	beyond := func(p *peerResult, f func(bench.Idle) float64) cell {
@@ -156,9 +139,6 @@ func buildRows(res map[string]*peerResult, s settings) []row {
 	}
 	add("stalled reader: DELETE returns", false, ms, func(p *peerResult) cell { return capped(p, p.stall.DeleteReturned) })
 	add("stalled reader: every goroutine released", false, ms, func(p *peerResult) cell { return capped(p, p.stall.Released) })
-	add("session churn, initialize + DELETE: cycles/s (8 clients)", true, num, func(p *peerResult) cell {
-		return cell{v: p.churn, ok: p.churnOK}
-	})
 	return rows
 }
 
@@ -187,10 +167,10 @@ func ratioTitle(name string) string {
 // and lifeline's ratio to each other peer.
 func tableHeader() string {
 	titles := []string{"metric"}
-	for _, p := range peers {
+	for _, p := range tablePeers {
 		titles = append(titles, columnTitle(p))
 	}
-	for _, p := range peers[1:] {
+	for _, p := range tablePeers[1:] {
 		titles = append(titles, ratioTitle(p))
 	}
 	return "| " + strings.Join(titles, " | ") + " |\n|---" + strings.Repeat("|---:", len(titles)-1) + "|\n"
@@ -202,7 +182,7 @@ func renderTable(res map[string]*peerResult, s settings) string {
 	b.WriteString(tableHeader())
 	for _, r := range buildRows(res, s) {
 		b.WriteString("| " + r.name)
-		for _, p := range peers {
+		for _, p := range tablePeers {
 			c, ok := r.cells[p]
 			switch {
 			case !ok || !c.ok:
@@ -214,7 +194,7 @@ func renderTable(res map[string]*peerResult, s settings) string {
 			}
 		}
 		l := r.cells[bench.Lifeline]
-		for _, p := range peers[1:] {
+		for _, p := range tablePeers[1:] {
 			c := r.cells[p]
 			if !l.ok || !c.ok || l.text != "" || c.text != "" || c.v == 0 {
 				b.WriteString(" | n/a")
@@ -224,6 +204,6 @@ func renderTable(res map[string]*peerResult, s settings) string {
 		}
 		b.WriteString(" |\n")
 	}
-	b.WriteString("\nRatios are lifeline's value over the other's: above 1 is better for req/s, below 1 is better for everything else.\n")
+	b.WriteString("\nRatios are lifeline's value over the other's: every row is a cost or a delay, so below 1 is better for lifeline.\n")
 	return b.String()
 }

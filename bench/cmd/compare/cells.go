@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lifeline-mcp/lifeline/bench"
+)
+
+// The throughput cells are measured in interleaved rounds: every variant
+// (a peer, in one protocol era, with one lifeline configuration) runs at
+// once on its own port, and each round measures every cell for each
+// variant in turn, the starting variant rotating from round to round.
+
+// workload is what a cell measures.
+type workload int
+
+const (
+	jsonCall workload = iota // tools/call echo, answered as JSON
+	sseCall                  // tools/call bench_progress, 3 progress notifications, answered as SSE
+	churn                    // initialize + DELETE cycles from churnClients clients
+)
+
+// churnClients is how many clients loop initialize + DELETE in the churn
+// cell.
+const churnClients = 8
+
+// cellSpec is one throughput cell: a workload at conc sessions (churn's
+// conc is churnClients).
+type cellSpec struct {
+	work workload
+	conc int
+}
+
+// key names the cell in results and tables: json-64, sse-16, churn.
+func (c cellSpec) key() string {
+	switch c.work {
+	case sseCall:
+		return fmt.Sprintf("sse-%d", c.conc)
+	case churn:
+		return "churn"
+	}
+	return fmt.Sprintf("json-%d", c.conc)
+}
+
+// title is the cell's row heading.
+func (c cellSpec) title() string {
+	switch c.work {
+	case sseCall:
+		return fmt.Sprintf("tools/call SSE (3 progress), %d sessions", c.conc)
+	case churn:
+		return fmt.Sprintf("session churn, initialize + DELETE, %d clients (cycles/s)", c.conc)
+	}
+	return fmt.Sprintf("tools/call JSON (echo), %d sessions", c.conc)
+}
+
+// Cells in report order.
+var (
+	cellJSON1        = cellSpec{jsonCall, 1}
+	cellJSON16       = cellSpec{jsonCall, 16}
+	cellJSON64       = cellSpec{jsonCall, 64}
+	cellSSE1         = cellSpec{sseCall, 1}
+	cellSSE16        = cellSpec{sseCall, 16}
+	cellSSE64        = cellSpec{sseCall, 64}
+	cellChurn        = cellSpec{churn, churnClients}
+	allCells         = []cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64, cellChurn}
+	quickCells       = []cellSpec{cellJSON64, cellSSE64, cellChurn}
+	sessionlessCells = []cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64}
+)
+
+// feature is a lifeline configuration a variant runs with.
+type feature int
+
+const (
+	plainConfig feature = iota // the defaults: memory store, event log on, no telemetry providers
+	onRedis                    // sessions and event log on a real redis-server
+	noEventLog                 // Options.DisableEventLog: resumability off
+	sdkMetrics                 // an SDK MeterProvider, as cmd/otelcost installs it
+	sdkTracing                 // an always-sample SDK TracerProvider, as cmd/otelcost installs it
+)
+
+// variant is one column of the interleaved rounds: a peer, spoken to in one
+// era, with one configuration. Each variant has a server of its own.
+type variant struct {
+	label  string
+	peer   string
+	modern bool // protocol 2026-07-28 (sessionless)
+	with   feature
+}
+
+// Variant labels.
+const (
+	vLifeline       = bench.Lifeline
+	vMCPGo          = bench.MCPGo
+	vGoSDK          = bench.GoSDK
+	vFloor          = bench.Floor
+	vLifelineModern = "lifeline 2026-07-28"
+	vMCPGoModern    = "mcp-go 2026-07-28"
+	vGoSDKModern    = "go-sdk 2026-07-28"
+	vRedis          = "lifeline on Redis"
+	vNoEventLog     = "lifeline, resumability off"
+	vMetrics        = "lifeline + SDK metrics"
+	vTracing        = "lifeline + SDK tracing"
+)
+
+// allVariants are every variant, in rotation order.
+var allVariants = []variant{
+	{vLifeline, bench.Lifeline, false, plainConfig},
+	{vMCPGo, bench.MCPGo, false, plainConfig},
+	{vGoSDK, bench.GoSDK, false, plainConfig},
+	{vFloor, bench.Floor, false, plainConfig},
+	{vLifelineModern, bench.Lifeline, true, plainConfig},
+	{vMCPGoModern, bench.MCPGo, true, plainConfig},
+	{vGoSDKModern, bench.GoSDK, true, plainConfig},
+	{vRedis, bench.Lifeline, false, onRedis},
+	{vNoEventLog, bench.Lifeline, false, noEventLog},
+	{vMetrics, bench.Lifeline, false, sdkMetrics},
+	{vTracing, bench.Lifeline, false, sdkTracing},
+}
+
+// applies reports whether cell c is measured for variant v: the floor
+// answers JSON only; 2026-07-28 has no sessions, so no churn; the feature
+// costs are measured on JSON at 64 sessions only.
+func applies(c cellSpec, v variant) bool {
+	switch {
+	case v.peer == bench.Floor:
+		return c.work == jsonCall
+	case v.modern:
+		return c.work != churn
+	case v.with == noEventLog || v.with == sdkMetrics || v.with == sdkTracing:
+		return c == cellJSON64
+	}
+	return true
+}
+
+// variantsOf are the variants of vs that cell c is measured for, in
+// rotation order.
+func variantsOf(c cellSpec, vs []variant) []variant {
+	return slices.DeleteFunc(slices.Clone(vs), func(v variant) bool { return !applies(c, v) })
+}
+
+// rotation is vs in the order round r (0-based) measures them: starting at
+// r mod len(vs), so that no variant always runs first.
+func rotation[T any](vs []T, r int) []T {
+	out := make([]T, 0, len(vs))
+	for i := range vs {
+		out = append(out, vs[(r+i)%len(vs)])
+	}
+	return out
+}
+
+// selectVariants are the variants of allVariants whose peer is in run;
+// without Redis (noRedis) the Redis variant is left out.
+func selectVariants(run []string, noRedis bool) []variant {
+	var out []variant
+	for _, v := range allVariants {
+		if !slices.Contains(run, v.peer) || (noRedis && v.with == onRedis) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
