@@ -54,7 +54,8 @@ type Options struct {
 	DisableEventLog bool
 	// MeterProvider and TracerProvider, when set, are lifeline's
 	// (streamable.Config): the cost of telemetry (cmd/otelcost). Nil: the
-	// globals, with nothing installed.
+	// globals, with nothing installed. The floor, given either, emits the
+	// least telemetry the MCP conventions ask for (telemetryFloor).
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
 	// Redis, when set, puts lifeline's sessions (and, by default, its
@@ -193,7 +194,11 @@ func StartPeer(name string, o Options) (*Peer, error) {
 		p.JSONURL, p.modernURL, p.modernJSONURL = base+"/mcp-json", base+"/mcp-2026", base+"/mcp-2026-json"
 		return p, nil
 	case Floor:
-		p, err := serve(name, "/mcp", floorHandler{s: newMCPGoServer()}, nil)
+		var h http.Handler = floorHandler{s: newMCPGoServer()}
+		if o.MeterProvider != nil || o.TracerProvider != nil {
+			h = telemetryFloor(h, o.MeterProvider, o.TracerProvider)
+		}
+		p, err := serve(name, "/mcp", h, nil)
 		if err != nil {
 			return nil, err
 		}

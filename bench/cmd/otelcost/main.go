@@ -9,7 +9,12 @@
 // per-round ratios (SDK / default): the rule is that the ratio
 // stays above 0.95.
 //
-//	cd bench && go run ./cmd/otelcost [-rounds 9] [-dur 2s] [-conc 64]
+// -peers lifeline,floor measures the same pair for the mcp-go floor too,
+// given the least telemetry the MCP conventions ask for (one span, one
+// duration record, nothing parsed): what the SDK itself costs a request,
+// in the same rounds, so the two ratios compare.
+//
+//	cd bench && go run ./cmd/otelcost [-rounds 9] [-dur 2s] [-conc 64] [-with both] [-peers lifeline,floor]
 package main
 
 import (
@@ -18,6 +23,7 @@ import (
 	"fmt"
 	"log"
 	"slices"
+	"strings"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -42,6 +48,7 @@ func main() {
 	dur := flag.Duration("dur", 2*time.Second, "measurement per peer per round")
 	conc := flag.Int("conc", 64, "sessions, one client each")
 	with := flag.String("with", "both", "what the SDK peer installs: metrics, traces or both")
+	peerList := flag.String("peers", bench.Lifeline, "comma-separated: lifeline, floor (the mcp-go floor with the least telemetry the conventions ask for: what the SDK alone costs)")
 	flag.Parse()
 
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -53,48 +60,63 @@ func main() {
 		_ = mp.Shutdown(ctx)
 	}()
 	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second}
-	def, err := bench.StartPeer(bench.Lifeline, o)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer def.Close()
+	withSDK := o
 	switch *with {
 	case "metrics":
-		o.MeterProvider = mp
+		withSDK.MeterProvider = mp
 	case "traces":
-		o.TracerProvider = tp
+		withSDK.TracerProvider = tp
 	case "both":
-		o.MeterProvider, o.TracerProvider = mp, tp
+		withSDK.MeterProvider, withSDK.TracerProvider = mp, tp
 	default:
 		log.Fatalf("-with must be metrics, traces or both, not %q", *with)
 	}
-	otel, err := bench.StartPeer(bench.Lifeline, o)
-	if err != nil {
-		log.Fatal(err)
+	var pairs []*pair
+	for _, name := range strings.Split(*peerList, ",") {
+		def, err := bench.StartPeer(name, o)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer def.Close()
+		sdk, err := bench.StartPeer(name, withSDK)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer sdk.Close()
+		pairs = append(pairs, &pair{name: name, def: def, sdk: sdk})
 	}
-	defer otel.Close()
-
-	var defRPS, otelRPS, ratios []float64
 	for r := range *rounds {
-		order := []*bench.Peer{def, otel}
-		if r%2 == 1 {
-			order = []*bench.Peer{otel, def}
-		}
-		got := map[*bench.Peer]float64{}
-		for _, p := range order {
-			t, err := bench.MeasureThroughput(p, *conc, false, *dur, 5000000)
-			if err != nil {
-				log.Fatalf("round %d: %v", r, err)
+		for i := range pairs {
+			pr := pairs[(r+i)%len(pairs)]
+			order := []*bench.Peer{pr.def, pr.sdk}
+			if r%2 == 1 {
+				order = []*bench.Peer{pr.sdk, pr.def}
 			}
-			if t.Errors > 0 {
-				log.Fatalf("round %d: %d errors, the first: %s", r, t.Errors, t.FirstEr)
+			got := map[*bench.Peer]float64{}
+			for _, p := range order {
+				t, err := bench.MeasureThroughput(p, *conc, false, *dur, 5000000)
+				if err != nil {
+					log.Fatalf("round %d, %s: %v", r, pr.name, err)
+				}
+				if t.Errors > 0 {
+					log.Fatalf("round %d, %s: %d errors, the first: %s", r, pr.name, t.Errors, t.FirstEr)
+				}
+				got[p] = t.RPS
 			}
-			got[p] = t.RPS
+			pr.defRPS, pr.sdkRPS = append(pr.defRPS, got[pr.def]), append(pr.sdkRPS, got[pr.sdk])
+			pr.ratios = append(pr.ratios, got[pr.sdk]/got[pr.def])
+			fmt.Printf("round %d %s: default %.0f req/s, SDK %.0f req/s, ratio %.3f\n", r, pr.name, got[pr.def], got[pr.sdk], got[pr.sdk]/got[pr.def])
 		}
-		defRPS, otelRPS = append(defRPS, got[def]), append(otelRPS, got[otel])
-		ratios = append(ratios, got[otel]/got[def])
-		fmt.Printf("round %d: default %.0f req/s, SDK %.0f req/s, ratio %.3f\n", r, got[def], got[otel], got[otel]/got[def])
 	}
-	fmt.Printf("OTELCOST with=%s conc=%d rounds=%d dur=%v default=%.0f sdk=%.0f ratio=%.3f (min %.3f, max %.3f)\n",
-		*with, *conc, *rounds, *dur, median(defRPS), median(otelRPS), median(ratios), slices.Min(ratios), slices.Max(ratios))
+	for _, pr := range pairs {
+		fmt.Printf("OTELCOST peer=%s with=%s conc=%d rounds=%d dur=%v default=%.0f sdk=%.0f ratio=%.3f (min %.3f, max %.3f)\n",
+			pr.name, *with, *conc, *rounds, *dur, median(pr.defRPS), median(pr.sdkRPS), median(pr.ratios), slices.Min(pr.ratios), slices.Max(pr.ratios))
+	}
+}
+
+// pair is one peer without and with the SDK, and what the rounds measured.
+type pair struct {
+	name                   string
+	def, sdk               *bench.Peer
+	defRPS, sdkRPS, ratios []float64
 }
