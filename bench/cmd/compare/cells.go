@@ -101,6 +101,7 @@ const (
 	vNoEventLog     = "lifeline, resumability off"
 	vMetrics        = "lifeline + SDK metrics"
 	vTracing        = "lifeline + SDK tracing"
+	vFloorTracing   = "floor + SDK tracing"
 )
 
 // allVariants are every variant, in rotation order.
@@ -116,13 +117,17 @@ var allVariants = []variant{
 	{vNoEventLog, bench.Lifeline, false, noEventLog},
 	{vMetrics, bench.Lifeline, false, sdkMetrics},
 	{vTracing, bench.Lifeline, false, sdkTracing},
+	{vFloorTracing, bench.Floor, false, sdkTracing},
 }
 
 // applies reports whether cell c is measured for variant v: the floor
 // answers JSON only; 2026-07-28 has no sessions, so no churn; the feature
-// costs are measured on JSON at 64 sessions only.
+// costs (the floor's tracing, the SDK's own cost, included) are measured
+// on JSON at 64 sessions only.
 func applies(c cellSpec, v variant) bool {
 	switch {
+	case v.peer == bench.Floor && v.with == sdkTracing:
+		return c == cellJSON64
 	case v.peer == bench.Floor:
 		return c.work == jsonCall
 	case v.modern:

@@ -148,8 +148,9 @@ var costs = []struct {
 }{
 	{"resumability (the event log; off: Options.DisableEventLog)", vLifeline, vNoEventLog, ""},
 	{"SDK metrics (Options.MeterProvider, a ManualReader)", vMetrics, vLifeline, ""},
-	{"always-sample SDK tracing (Options.TracerProvider, batching to a dropping exporter)", vTracing, vLifeline,
-		"issue 13 set no bound for always-sampled tracing"},
+	{"always-sample SDK tracing (Options.TracerProvider, batching to a dropping exporter)", vTracing, vLifeline, ""},
+	{"the same SDK tracing on the mcp-go floor, one span with the same attributes and nothing parsed (what the SDK itself costs a call)",
+		vFloorTracing, vFloor, "a reference: the least any transport's span costs"},
 }
 
 // renderCosts is what each optional feature costs on JSON at 64 sessions:

@@ -125,13 +125,13 @@ func TestRatiosAndRatioLine(t *testing.T) {
 }
 
 // TestTargets checks the verdicts: a lower bound, an upper bound (Redis
-// latency), a cost without a bound, and the Redis lines when redis-server
+// latency), a cost over its bound, a cost without a bound, and the Redis lines when redis-server
 // was not found.
 func TestTargets(t *testing.T) {
 	iv := roundsOf(
-		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 80},
-		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 85},
-		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 82},
+		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 80, vFloorTracing: 90},
+		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 85, vFloorTracing: 92},
+		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 82, vFloorTracing: 91},
 	)
 	verdicts := map[string]string{}
 	for _, tg := range targetsOf(iv) {
@@ -143,7 +143,8 @@ func TestTargets(t *testing.T) {
 		cellJSON64.title() + " vs the mcp-go floor":                            "met", // 0.98
 		cellJSON64.title() + ": p50 latency on Redis vs the memory store":      "met", // 100/70
 		cellJSON64.title() + ": cost of " + costs[1].what + ", with / without": "met", // 0.95
-		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "reported: " + costs[2].noBound,
+		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "**missed**", // 0.82
+		cellJSON64.title() + ": cost of " + costs[3].what + ", with / without": "reported: " + costs[3].noBound,
 		cellSSE64.title() + " vs stock mcp-go":                                 "n/a: not measured",
 	}
 	for what, v := range want {
@@ -157,7 +158,7 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s without redis-server: %q", tg.what, tg.verdict())
 		}
 	}
-	if out := renderTargets(targetsOf(iv)); !strings.HasPrefix(out, "4 met, 1 missed: "+cellJSON64.title()+" vs stock mcp-go") {
+	if out := renderTargets(targetsOf(iv)); !strings.HasPrefix(out, "4 met, 2 missed: "+cellJSON64.title()+" vs stock mcp-go") {
 		t.Errorf("targets:\n%s", out)
 	}
 	if out := renderRedis(iv); !strings.Contains(out, noRedisServer) || strings.Contains(out, "| cell |") {
