@@ -140,9 +140,9 @@ func TestTargets(t *testing.T) {
 	want := map[string]string{
 		cellJSON64.title() + " vs stock mcp-go":                                "**missed**", // 0.99
 		cellJSON64.title() + " vs go-sdk":                                      "met",
-		cellJSON64.title() + " vs the mcp-go floor":                            "met", // 0.98
-		cellJSON64.title() + ": p50 latency on Redis vs the memory store":      "met", // 100/70
-		cellJSON64.title() + ": cost of " + costs[1].what + ", with / without": "met", // 0.95
+		cellJSON64.title() + " vs the mcp-go floor":                            "met",        // 0.98
+		cellJSON64.title() + ": p50 latency on Redis vs the memory store":      "met",        // 100/70
+		cellJSON64.title() + ": cost of " + costs[1].what + ", with / without": "met",        // 0.95
 		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "**missed**", // 0.82
 		cellJSON64.title() + ": cost of " + costs[3].what + ", with / without": "reported: " + costs[3].noBound,
 		cellSSE64.title() + " vs stock mcp-go":                                 "n/a: not measured",
