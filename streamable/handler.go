@@ -80,6 +80,7 @@ type Handler struct {
 	requestLimited   atomic.Int64   // Stats.SessionRequestsRefused
 	unrecorded       atomic.Int64   // messages the event log refused (resume.go)
 	postSignals      postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
+	handBacks        sync.WaitGroup // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
 	lingers          sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq        atomic.Int64
 	tracing          tracing      // trace.go

@@ -1,9 +1,11 @@
 package streamable_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -103,6 +105,13 @@ func (w *sinkWriter) Write(p []byte) (int, error) {
 	return w.body.Write(p)
 }
 
+// Hijack is what net/http's HTTP/1 writer offers a resumable request's
+// let-go (post_inline.go): with it the request runs on the handler
+// goroutine, as behind a real server. No benchmark lets go of a response.
+func (w *sinkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errors.New("sinkWriter has no connection")
+}
+
 // SetReadDeadline is what net/http's writer offers the body read's bound
 // (a no-op here: the body is in memory).
 func (w *sinkWriter) SetReadDeadline(time.Time) error { return nil }
@@ -163,13 +172,19 @@ func BenchmarkServeModernPost(b *testing.B) {
 	})
 }
 
+// benchHTTPServer is the server benchToolsCallRequest's requests name
+// (never started).
+var benchHTTPServer = &http.Server{}
+
 // benchToolsCallRequest is the tools/call BenchmarkServePost and its variants
 // send, as net/http would hand it to ServeHTTP: a fresh cancellable
-// context with the listener's address in it, on session id ("" for none).
+// context with the server and the listener's address in it, on session id
+// ("" for none).
 func benchToolsCallRequest(id string) (*http.Request, context.CancelFunc) {
 	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
+	ctx := context.WithValue(context.Background(), http.ServerContextKey, benchHTTPServer)
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, net.Addr(local))
 	ctx, cancel := context.WithCancel(ctx)
 	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(call)))
 	r.ContentLength = int64(len(call))

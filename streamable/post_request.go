@@ -36,7 +36,11 @@ func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *sessi
 // writer also writes what the feed takes (listen.go).
 func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse, feed *listenFeed) {
 	if h.resumablePost(sess, batch, feed) {
-		h.runResumable(w, r, sess, env, body)
+		if srv := inlineServer(w, r); srv != nil {
+			h.runResumableInline(w, r, srv, sess, env, body)
+		} else {
+			h.runResumable(w, r, sess, env, body)
+		}
 		return
 	}
 	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, sess, env)
@@ -114,17 +118,21 @@ type postStream struct {
 	// event log, whether an event id went out on its response, and the
 	// writer's hand-over of the response.
 	resumable      bool
-	stream         string // named when the response becomes a stream (name)
-	signal         string // its postSignals key
+	srv            *http.Server // runs on srv's handler goroutine: a let-go takes the connection over (post_inline.go)
+	keepConn       bool         // a let-go hands the connection back to srv
+	noHangUp       bool         // the writer's: the connection could not be taken over
+	stream         string       // named when the response becomes a stream (name)
+	signal         string       // its postSignals key
 	idOut          atomic.Bool
-	releaseWake    chan struct{} // a release is asked for (buffered)
-	released       chan struct{} // closed by the writer once it let go of the response
-	releaseRefused chan struct{} // the session's bound refused a let-go (buffered)
-	letGone        bool          // the writer's: released is closed
-	detached       *time.Timer   // bounds the request once let go of (mu)
-	detachedDone   bool          // the request has returned: detached stays stopped (mu)
-	lastOK         bool          // the last send was recorded or written whole
-	traced         bool          // ctx holds the request's span (trace.go)
+	clientWatch    sync.WaitGroup // watchClient's clientGone, while it runs
+	releaseWake    chan struct{}  // a release is asked for (buffered); made with the writer (makeReleaseChannels)
+	released       chan struct{}  // closed by the writer once it let go of the response
+	releaseRefused chan struct{}  // the session's bound refused a let-go (buffered)
+	letGone        bool           // the writer's: released is closed
+	detached       *time.Timer    // bounds the request once let go of (mu)
+	detachedDone   bool           // the request has returned: detached stays stopped (mu)
+	lastOK         bool           // the last send was recorded or written whole
+	traced         bool           // ctx holds the request's span (trace.go)
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by

@@ -49,28 +49,20 @@ func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *liste
 	return h.cfg.EventLog != nil && batch == nil && feed == nil && !sess.modern && !sess.stateless
 }
 
-// runResumable runs a request whose response is resumable. The request
-// runs on a worker goroutine, counted as its session's work (termination
-// and Shutdown wait for it and cancel it), with a context that the
-// client's leaving does not cancel once an event id went out to it. This
-// goroutine returns when the request has answered or the writer let go of
-// the response, whichever comes first; it never touches the response
-// after that.
+// runResumable runs a request whose response is resumable on a worker
+// goroutine, for a response that only its handler's return can end (not
+// net/http's HTTP/1, whose requests run on their handler goroutine:
+// runResumableInline). The worker is counted as its session's work
+// (termination and Shutdown wait for it and cancel it), with a context
+// that the client's leaving does not cancel once an event id went out to
+// it. This goroutine returns when the request has answered or the writer
+// let go of the response, whichever comes first; it never touches the
+// response after that.
 func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
-	// Only the HTTP request's end is left out: what ContextFunc derives
-	// (a deadline included) applies.
-	ctx, span := h.startRequestSpan(h.requestContext(context.WithoutCancel(r.Context()), r), r, sess, env)
-	ctx, cancel := context.WithCancelCause(ctx)
-	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, traced: span != nil,
-		resumable:   true,
-		releaseWake: make(chan struct{}, 1), released: make(chan struct{}), releaseRefused: make(chan struct{}, 1)}
-	if f := sess.beginWork(p); f != nil {
-		cancel(nil)
-		endSpanFailed(span, f)
-		h.writeFailure(w, f.forRequest(env.ID))
+	p, ok := h.beginResumable(w, r, sess, env, nil)
+	if !ok {
 		return
 	}
-	p.prepare()
 	// The worker reads env only for mcp.server.operation.duration: a copy
 	// on the heap when that is recorded, none otherwise.
 	var op *envelope
@@ -79,32 +71,86 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 		op = &e
 	}
 	done := make(chan struct{})
-	gone := make(chan struct{})
-	stop := context.AfterFunc(r.Context(), func() {
-		defer close(gone)
-		p.clientGone()
-	})
+	stop := p.watchClient(r)
 	go func() {
 		defer close(done)
 		defer p.sess.endWork(p)
 		defer p.cancel(nil)
 		p.run(body, op)
-		if p.stream != "" { // named by the writer, which run joined
-			p.h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
-		}
-		p.stopDetached()
-		if p.letGone { // set by the writer, which run joined
-			p.sess.endLetGo()
-		}
+		p.returned()
 	}()
 	select {
 	case <-done:
 	case <-p.released:
 	}
-	if !stop() {
-		// clientGone runs (its client left as the request answered): it
-		// touches the response, so it ends before this handler does.
-		<-gone
+	p.unwatchClient(stop)
+}
+
+// beginResumable makes a resumable request's postStream and counts it as
+// its session's work; srv, when set, is the server whose handler goroutine
+// runs it (post_inline.go). Only the HTTP request's end is left out of its context: what
+// ContextFunc derives (a deadline included) applies. It answers the
+// request itself and reports false when the session refused the work.
+func (h *Handler) beginResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, srv *http.Server) (*postStream, bool) {
+	ctx, span := h.startRequestSpan(h.requestContext(context.WithoutCancel(r.Context()), r), r, sess, env)
+	ctx, cancel := context.WithCancelCause(ctx)
+	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, traced: span != nil,
+		resumable: true, srv: srv}
+	if srv == nil {
+		p.makeReleaseChannels() // the handler goroutine waits on released
+	}
+	if f := sess.beginWork(p); f != nil {
+		cancel(nil)
+		endSpanFailed(span, f)
+		h.writeFailure(w, f.forRequest(env.ID))
+		return nil, false
+	}
+	p.prepare()
+	return p, true
+}
+
+// watchClient runs clientGone when r's client leaves (or its handler
+// returns), until unwatchClient is given the stop it returns.
+func (p *postStream) watchClient(r *http.Request) (stop func() bool) {
+	p.clientWatch.Add(1)
+	return context.AfterFunc(r.Context(), p.clientLeft)
+}
+
+// clientLeft is watchClient's function.
+func (p *postStream) clientLeft() {
+	defer p.clientWatch.Done()
+	p.clientGone()
+}
+
+// unwatchClient stops watchClient's watch and waits for a clientGone that
+// runs already (its client left as the request answered): it touches the
+// response, so it ends before the handler does.
+func (p *postStream) unwatchClient(stop func() bool) {
+	if stop() {
+		p.clientWatch.Done()
+	}
+	p.clientWatch.Wait()
+}
+
+// makeReleaseChannels makes the channels of a let-go, once: when the
+// request's writer starts (a response answered with plain JSON needs
+// none), or at once for a request on a worker. Callers hold p.mu, or own p
+// alone.
+func (p *postStream) makeReleaseChannels() {
+	if p.resumable && p.released == nil {
+		p.releaseWake, p.released, p.releaseRefused = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+	}
+}
+
+// returned is what a resumable request does once it has answered, on the
+// goroutine that ran it.
+func (p *postStream) returned() {
+	if p.stream != "" { // named by the writer, which run joined
+		p.h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
+	}
+	p.stopDetached()
+	if p.letGone { // set by the writer, which run joined
+		p.sess.endLetGo()
 	}
 }
 
@@ -295,11 +341,14 @@ func (p *postStream) clientGone() {
 // it if need be (nothing happens once the request has returned: it answers
 // on its own).
 func (p *postStream) askRelease() {
+	p.startWriter()
+	p.mu.Lock()
+	wake := p.releaseWake
+	p.mu.Unlock()
 	select {
-	case p.releaseWake <- struct{}{}:
+	case wake <- struct{}{}: // nil, never, when the writer did not start
 	default:
 	}
-	p.startWriter()
 }
 
 // letGo, on the writer goroutine, ends the response for the client to
@@ -324,8 +373,16 @@ func (p *postStream) letGo() {
 		p.refuseLetGo()
 		return
 	}
+	conn, ok := p.takeConnection()
+	if !ok {
+		p.sess.endLetGo()
+		p.refuseLetGo()
+		return
+	}
+	clean := !p.sse.ended.Load()
 	p.sse.close(errReleased)
 	p.detach()
+	p.hangUp(conn, clean)
 }
 
 // refuseLetGo, on the writer goroutine, answers a let-go that the
@@ -391,21 +448,26 @@ func (p *postStream) letGoIfEnded() {
 			p.cancel(errTooManyLetGo)
 			return
 		}
-		p.sse.close(errReleased) // no write may follow: the handler returns
+		conn, _ := p.takeConnection() // the stream has ended: let go of even without it
+		p.sse.close(errReleased)      // no write may follow: the handler returns
 		p.detach()
+		p.hangUp(conn, false)
 	}
 }
 
 // releaseNow asks the writer to let go of the response and waits, at most
 // the write timeout, until it has. It reports whether it did.
 func (p *postStream) releaseNow(ctx context.Context) bool {
+	p.mu.Lock()
+	refused := p.releaseRefused
+	p.mu.Unlock()
 	select {
-	case <-p.releaseRefused: // an earlier refusal
+	case <-refused: // an earlier refusal (nil, never, before the writer)
 	default:
 	}
 	p.askRelease()
 	p.mu.Lock()
-	exited := p.writerDone
+	exited, released, refused := p.writerDone, p.released, p.releaseRefused
 	p.mu.Unlock()
 	if exited == nil {
 		return false // the request has returned: its answer goes on the response
@@ -413,15 +475,15 @@ func (p *postStream) releaseNow(ctx context.Context) bool {
 	t := time.NewTimer(p.h.cfg.WriteTimeout)
 	defer t.Stop()
 	select {
-	case <-p.released:
+	case <-released:
 		return true
-	case <-p.releaseRefused:
+	case <-refused:
 	case <-exited:
 	case <-ctx.Done():
 	case <-t.C:
 	}
 	select {
-	case <-p.released:
+	case <-released:
 		return true
 	default:
 		return false

@@ -12,6 +12,7 @@ func (p *postStream) startWriter() {
 		return
 	}
 	p.started = true
+	p.makeReleaseChannels()
 	p.done = make(chan struct{})
 	p.writerDone = make(chan struct{})
 	go p.write()

@@ -104,7 +104,8 @@ func (h *Handler) shutdown(ctx context.Context) error {
 		}
 		err = waitAll(ctx, ended)
 	}
-	h.lingers.Wait() // each ends at once: stopSweep (and drainEnd) is closed
+	h.lingers.Wait()   // each ends at once: stopSweep (and drainEnd) is closed
+	h.handBacks.Wait() // each ends once its server took its connection
 	if h.sched != nil {
 		h.sched.Close()
 	}

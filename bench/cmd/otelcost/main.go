@@ -38,6 +38,14 @@ type dropExporter struct{}
 func (dropExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (dropExporter) Shutdown(context.Context) error                             { return nil }
 
+// dropProcessor is a span processor that drops every span as it ends.
+type dropProcessor struct{}
+
+func (dropProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (dropProcessor) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (dropProcessor) Shutdown(context.Context) error                  { return nil }
+func (dropProcessor) ForceFlush(context.Context) error                { return nil }
+
 func median(xs []float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
 	return s[len(s)/2]
@@ -48,11 +56,21 @@ func main() {
 	dur := flag.Duration("dur", 2*time.Second, "measurement per peer per round")
 	conc := flag.Int("conc", 64, "sessions, one client each")
 	with := flag.String("with", "both", "what the SDK peer installs: metrics, traces or both")
+	processor := flag.String("processor", "batch", "the TracerProvider's span processor: batch (WithBatcher to a dropping exporter), none (a processor that drops each ended span at once)")
 	peerList := flag.String("peers", bench.Lifeline, "comma-separated: lifeline, floor (the mcp-go floor with the least telemetry the conventions ask for: what the SDK alone costs)")
 	flag.Parse()
 
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(dropExporter{}))
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(sdktrace.AlwaysSample())}
+	switch *processor {
+	case "batch":
+		tpOpts = append(tpOpts, sdktrace.WithBatcher(dropExporter{}))
+	case "none":
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(dropProcessor{}))
+	default:
+		log.Fatalf("-processor must be batch or none, not %q", *processor)
+	}
+	tp := sdktrace.NewTracerProvider(tpOpts...)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
