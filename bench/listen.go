@@ -16,12 +16,20 @@ var ListenFilter = map[string]any{"toolsListChanged": true}
 // RSS before and after, then process CPU over window, as MeasureIdle does
 // for GET streams. There are no sessions, so the session fields stay 0.
 func MeasureListenIdle(p *Peer, n int, window time.Duration) (Idle, error) {
+	return MeasureListenIdleWith(p, n, window, LocalProbe)
+}
+
+// MeasureListenIdleWith is MeasureListenIdle with the server's process
+// read by probe (MeasureIdleWith).
+func MeasureListenIdleWith(p *Peer, n int, window time.Duration, probe Probe) (Idle, error) {
 	res := Idle{N: n}
 	tr := NewTransport(0)
 	tr.ResponseHeaderTimeout = 20 * time.Second
 	ctx := context.Background()
-	g1, h1, s1 := settle()
-	r1 := rss()
+	st1, err := probe()
+	if err != nil {
+		return res, err
+	}
 	streams := make([]*Listen, n)
 	var openErr atomic.Value
 	var opened atomic.Int64
@@ -49,16 +57,10 @@ func MeasureListenIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 		err, _ := openErr.Load().(error)
 		return res, fmt.Errorf("no listen stream opened: %v", err)
 	}
-	g2, h2, s2 := settle()
-	r2 := rss()
-	res.GoroutinesPerStream = float64(g2-g1) / float64(res.Opened)
-	res.HeapPerStream = (float64(h2) - float64(h1)) / float64(res.Opened)
-	res.StackPerStream = (float64(s2) - float64(s1)) / float64(res.Opened)
-	res.RSSPerStream = (r2 - r1) / float64(res.Opened)
-	if window > 0 {
-		c0 := cpuTime()
-		time.Sleep(window)
-		res.CPUPerMin = (cpuTime() - c0).Seconds() * float64(time.Minute) / float64(window)
+	st2, err := probe()
+	if err != nil {
+		return res, err
 	}
-	return res, nil
+	res.setStreams(st1, st2)
+	return res, res.measureCPU(probe, window)
 }

@@ -154,6 +154,9 @@ type Idle struct {
 	// GET stream, which HeapPerStream does not count.
 	StackPerStream float64
 	RSSPerStream   float64
+	// RSSPerSession is the server process's resident set per session
+	// (MeasureIdleWith with a RemoteProbe: the server's alone).
+	RSSPerSession float64
 	// CPUPerMin is process CPU seconds per minute with the streams idle and
 	// the heartbeat on.
 	CPUPerMin float64
@@ -194,13 +197,23 @@ func cpuTime() time.Duration {
 // stacks and RSS before and after, then process CPU over window. The plain peer has no sessions:
 // it gets n bare GETs, its numbers are net/http's own cost of a held stream.
 func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
+	return MeasureIdleWith(p, n, window, LocalProbe)
+}
+
+// MeasureIdleWith is MeasureIdle with the server's process read by probe:
+// LocalProbe when it runs in this process (the numbers then include the
+// clients), RemoteProbe when it runs in another (the server's alone).
+func MeasureIdleWith(p *Peer, n int, window time.Duration, probe Probe) (Idle, error) {
 	res := Idle{N: n}
 	tr := NewTransport(64)
 	getTr := NewTransport(0)
 	getTr.ResponseHeaderTimeout = 20 * time.Second
 	defer tr.CloseIdleConnections()
 	ctx := context.Background()
-	g0, h0, _ := settle()
+	st0, err := probe()
+	if err != nil {
+		return res, err
+	}
 	clients := make([]*Client, n)
 	var initErr atomic.Value
 	parallel(n, 32, func(i int) {
@@ -216,8 +229,10 @@ func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 	if err, ok := initErr.Load().(error); ok {
 		return res, err
 	}
-	g1, h1, s1 := settle()
-	r1 := rss()
+	st1, err := probe()
+	if err != nil {
+		return res, err
+	}
 	bodies := make([]*http.Response, n)
 	var getErr atomic.Value
 	var opened atomic.Int64
@@ -244,22 +259,48 @@ func MeasureIdle(p *Peer, n int, window time.Duration) (Idle, error) {
 		err, _ := getErr.Load().(error)
 		return res, fmt.Errorf("no GET stream opened: %v", err)
 	}
-	g2, h2, s2 := settle()
-	r2 := rss()
+	st2, err := probe()
+	if err != nil {
+		return res, err
+	}
 	if p.Sessions {
-		res.GoroutinesPerSess = float64(g1-g0) / float64(n)
-		res.HeapPerSession = (float64(h1) - float64(h0)) / float64(n)
+		res.GoroutinesPerSess = float64(st1.Goroutines-st0.Goroutines) / float64(n)
+		res.HeapPerSession = (float64(st1.Heap) - float64(st0.Heap)) / float64(n)
+		res.RSSPerSession = (st1.RSS - st0.RSS) / float64(n)
 	}
-	res.GoroutinesPerStream = float64(g2-g1) / float64(res.Opened)
-	res.HeapPerStream = (float64(h2) - float64(h1)) / float64(res.Opened)
-	res.StackPerStream = (float64(s2) - float64(s1)) / float64(res.Opened)
-	res.RSSPerStream = (r2 - r1) / float64(res.Opened)
-	if window > 0 {
-		c0 := cpuTime()
-		time.Sleep(window)
-		res.CPUPerMin = (cpuTime() - c0).Seconds() * float64(time.Minute) / float64(window)
+	res.setStreams(st1, st2)
+	return res, res.measureCPU(probe, window)
+}
+
+// setStreams sets the per-stream fields from the server's process before
+// (a) and after (b) the streams opened.
+func (res *Idle) setStreams(a, b ProcStats) {
+	n := float64(res.Opened)
+	res.GoroutinesPerStream = float64(b.Goroutines-a.Goroutines) / n
+	res.HeapPerStream = (float64(b.Heap) - float64(a.Heap)) / n
+	res.StackPerStream = (float64(b.Stack) - float64(a.Stack)) / n
+	res.RSSPerStream = (b.RSS - a.RSS) / n
+}
+
+// measureCPU sets CPUPerMin from the server's process CPU over window
+// (none when window is 0), every stream idle.
+func (res *Idle) measureCPU(probe Probe, window time.Duration) error {
+	if window <= 0 {
+		return nil
 	}
-	return res, nil
+	a, err := probe()
+	if err != nil {
+		return err
+	}
+	time.Sleep(window) // the measurement window, every stream idle
+	b, err := probe()
+	if err != nil {
+		return err
+	}
+	// Each probe settles the heap (two GCs): the window runs from after
+	// the first probe's GCs to before the second's.
+	res.CPUPerMin = (b.CPU - a.SettledCPU).Seconds() * float64(time.Minute) / float64(b.At.Sub(a.SettledAt))
+	return nil
 }
 
 // Lifecycle holds DELETE-to-close and notification delivery latencies.

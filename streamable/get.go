@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -545,14 +544,15 @@ func (g *getStream) markExited() {
 	}
 }
 
-// encodeNotification encodes n for a stream, or logs and returns nil for
-// one that does not encode. It is not inlined so that n, which escapes into
-// json.Marshal, is copied to the heap only when a notification is sent,
-// not once per stream by the select that receives it.
+// encodeNotification encodes n for a stream (encodeNotificationJSON), or
+// logs and returns nil for one that does not encode. It is not inlined so
+// that n, which may escape into json.Marshal, is copied to the heap only
+// when a notification is sent, not once per stream by the select that
+// receives it.
 //
 //go:noinline
 func (h *Handler) encodeNotification(sessionID string, n mcp.JSONRPCNotification) []byte {
-	b, err := json.Marshal(n)
+	b, err := encodeNotificationJSON(n)
 	if err != nil {
 		h.log.Error("lifeline: dropping a notification that does not encode",
 			"session", logID(sessionID), "method", n.Method, "err", err)

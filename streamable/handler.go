@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -74,14 +75,17 @@ type Handler struct {
 	getStreams       atomic.Int64
 	postStreams      atomic.Int64
 	refusedCount     atomic.Int64
-	droppedCount     atomic.Int64   // Stats.DroppedMessages
-	callerMismatches atomic.Int64   // Stats.CallerMismatches
-	callerLimited    atomic.Int64   // Stats.CallerSessionsRefused
-	requestLimited   atomic.Int64   // Stats.SessionRequestsRefused
-	unrecorded       atomic.Int64   // messages the event log refused (resume.go)
-	postSignals      postSignals    // resumable POST streams: running here, resumers following (post_signals.go)
-	handBacks        sync.WaitGroup // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
-	lingers          sync.WaitGroup // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
+	droppedCount     atomic.Int64              // Stats.DroppedMessages
+	callerMismatches atomic.Int64              // Stats.CallerMismatches
+	callerLimited    atomic.Int64              // Stats.CallerSessionsRefused
+	requestLimited   atomic.Int64              // Stats.SessionRequestsRefused
+	unrecorded       atomic.Int64              // messages the event log refused (resume.go)
+	postSignals      postSignals               // resumable POST streams: running here, resumers following (post_signals.go)
+	logLocal         bool                      // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
+	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
+	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)
+	handBacks        sync.WaitGroup            // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
+	lingers          sync.WaitGroup            // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq        atomic.Int64
 	tracing          tracing      // trace.go
 	storeDown        atomic.Bool  // the store's last call failed (store_health.go)
@@ -122,6 +126,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		drainEnd:  make(chan struct{}),
 		sweepDone: make(chan struct{}),
 		shared:    isShared(cfg.Store),
+		logLocal:  isMemoryLog(cfg.EventLog),
 		tracing:   newTracing(cfg),
 		met:       newMeters(cfg.MeterProvider),
 	}

@@ -119,7 +119,8 @@ type postStream struct {
 	// writer's hand-over of the response.
 	resumable      bool
 	srv            *http.Server // runs on srv's handler goroutine: a let-go takes the connection over (post_inline.go)
-	keepConn       bool         // a let-go hands the connection back to srv
+	chunked        bool         // with srv: HTTP/1.1, the response's body is chunked
+	keepConn       bool         // with srv: a let-go hands the connection back to srv
 	noHangUp       bool         // the writer's: the connection could not be taken over
 	stream         string       // named when the response becomes a stream (name)
 	signal         string       // its postSignals key
@@ -256,7 +257,10 @@ func (p *postStream) finish() {
 }
 
 // writeJSON answers with one JSON-RPC message as application/json, under a
-// write deadline. A nil message is answered with 202 and no body.
+// write deadline. A nil message is answered with 202 and no body. A small
+// one (the common initialize answer) is written as respondJSON writes a
+// small answer: left to net/http to send with its length once the handler
+// returns, no deadline or flush needed.
 func (h *Handler) writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessionID string, timeout time.Duration) {
 	if sessionID != "" {
 		w.Header().Set(headerSessionID, sessionID)
@@ -269,6 +273,18 @@ func (h *Handler) writeJSON(w http.ResponseWriter, msg mcp.JSONRPCMessage, sessi
 	b, err := json.Marshal(msg)
 	if err != nil {
 		h.writeFailure(w, errInternal("the response does not encode: "+err.Error()))
+		return
+	}
+	if len(b) < smallResponse {
+		b = append(b, '\n')
+		hd := w.Header()
+		hd.Set("Content-Type", "application/json")
+		if len(b) > unchunkedResponse {
+			hd.Set("Content-Length", strconv.Itoa(len(b)))
+		}
+		h.met.answered(causeOK)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
 		return
 	}
 	rc := http.NewResponseController(w)

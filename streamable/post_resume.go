@@ -98,14 +98,20 @@ func (h *Handler) beginResumable(w http.ResponseWriter, r *http.Request, sess *s
 		resumable: true, srv: srv}
 	if srv == nil {
 		p.makeReleaseChannels() // the handler goroutine waits on released
+	} else {
+		// A client that asked to close, or speaks HTTP/1.0, is not given
+		// its connection back.
+		p.chunked = r.ProtoAtLeast(1, 1)
+		p.keepConn = p.chunked && !r.Close
 	}
+	// Ready before beginWork makes it visible to a drain (releaseRunning).
+	p.prepare()
 	if f := sess.beginWork(p); f != nil {
 		cancel(nil)
 		endSpanFailed(span, f)
 		h.writeFailure(w, f.forRequest(env.ID))
 		return nil, false
 	}
-	p.prepare()
 	return p, true
 }
 
@@ -373,7 +379,7 @@ func (p *postStream) letGo() {
 		p.refuseLetGo()
 		return
 	}
-	conn, ok := p.takeConnection()
+	conn, early, ok := p.takeConnection()
 	if !ok {
 		p.sess.endLetGo()
 		p.refuseLetGo()
@@ -382,7 +388,7 @@ func (p *postStream) letGo() {
 	clean := !p.sse.ended.Load()
 	p.sse.close(errReleased)
 	p.detach()
-	p.hangUp(conn, clean)
+	p.hangUp(conn, early, clean)
 }
 
 // refuseLetGo, on the writer goroutine, answers a let-go that the
@@ -448,10 +454,10 @@ func (p *postStream) letGoIfEnded() {
 			p.cancel(errTooManyLetGo)
 			return
 		}
-		conn, _ := p.takeConnection() // the stream has ended: let go of even without it
-		p.sse.close(errReleased)      // no write may follow: the handler returns
+		conn, _, _ := p.takeConnection() // the stream has ended: let go of even without it
+		p.sse.close(errReleased)         // no write may follow: the handler returns
 		p.detach()
-		p.hangUp(conn, false)
+		p.hangUp(conn, nil, false)
 	}
 }
 

@@ -60,9 +60,14 @@ func (h *Handler) recordOn(parent context.Context, sess *session, stream string,
 		return ""
 	}
 	// Bounded like a write, and cut short when parent ends (the session,
-	// for the GET stream): a log that hangs never holds a handler.
-	ctx, cancel := context.WithTimeout(parent, h.cfg.WriteTimeout)
-	defer cancel()
+	// for the GET stream): a log that hangs never holds a handler. The
+	// memory log does neither (and costs no timer).
+	ctx := parent
+	if !h.logLocal {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, h.cfg.WriteTimeout)
+		defer cancel()
+	}
 	id, err := log.StoreEvent(ctx, sess.id, stream, msg)
 	if err == nil {
 		id = wireEventID(stream, id)
@@ -81,6 +86,12 @@ func (h *Handler) recordOn(parent context.Context, sess *session, stream string,
 		h.met.recorded()
 	}
 	return id
+}
+
+// isMemoryLog reports whether log is the process-local MemoryEventLog.
+func isMemoryLog(log sessionstore.EventLog) bool {
+	_, ok := log.(*sessionstore.MemoryEventLog)
+	return ok
 }
 
 func validEventID(id string) bool {

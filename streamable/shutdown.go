@@ -104,8 +104,9 @@ func (h *Handler) shutdown(ctx context.Context) error {
 		}
 		err = waitAll(ctx, ended)
 	}
-	h.lingers.Wait()   // each ends at once: stopSweep (and drainEnd) is closed
-	h.handBacks.Wait() // each ends once its server took its connection
+	h.lingers.Wait() // each ends at once: stopSweep (and drainEnd) is closed
+	h.closeWaiting(nil)
+	h.handBacks.Wait() // each ends once its connection is closed or its server took it
 	if h.sched != nil {
 		h.sched.Close()
 	}
