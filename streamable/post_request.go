@@ -133,6 +133,7 @@ type postStream struct {
 	detached       *time.Timer    // bounds the request once let go of (mu)
 	detachedDone   bool           // the request has returned: detached stays stopped (mu)
 	lastOK         bool           // the last send was recorded or written whole
+	last           bool           // the answer is being sent: the response's last write (writeLast)
 	traced         bool           // ctx holds the request's span (trace.go)
 
 	ownSession requestSession
@@ -192,9 +193,12 @@ func (p *postStream) send(msgs ...[]byte) {
 		return
 	}
 	var ok bool
-	if p.sse == nil {
+	switch {
+	case p.sse == nil:
 		ok = p.upgrade(msgs...)
-	} else {
+	case p.last:
+		ok = !p.sse.ended.Load() && p.sse.writeLast(eventsSize(nil, msgs), func() error { return p.sse.putEvents(msgs) }) == nil
+	default:
 		ok = !p.sse.ended.Load() && p.sse.events(msgs) == nil
 	}
 	if !ok {
@@ -240,7 +244,9 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 		return
 	}
 	// Written even if the request was cancelled (a terminating session):
-	// an answer that exists goes to a client that can take it.
+	// an answer that exists goes to a client that can take it. It is the
+	// response's last write (writeLast).
+	p.last = true
 	p.send(b)
 }
 

@@ -191,7 +191,12 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 		if anyID(ids) {
 			p.idOut.Store(true)
 		}
-		written = p.sse.write(func() error { return p.sse.putEventsWithIDs(ids, msgs) }) == nil
+		put := func() error { return p.sse.putEventsWithIDs(ids, msgs) }
+		if p.last {
+			written = p.sse.writeLast(eventsSize(ids, msgs), put) == nil
+		} else {
+			written = p.sse.write(put) == nil
+		}
 	}
 	p.lastOK = written || all
 	if written {

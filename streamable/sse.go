@@ -261,6 +261,60 @@ func (s *sseStream) write(fn func() error) error {
 	return err
 }
 
+// lastInBuffer is the most a response's last write leaves unflushed
+// (writeLast): what net/http's response buffer holds before it chunks.
+const lastInBuffer = 2048
+
+// writeLast is write for the response's last write, of size bytes (fn's),
+// after which the handler returns: when it fits net/http's response buffer
+// it is left there, unflushed, and net/http sends it with the body's end
+// (the last chunk) in one write once the handler returns, instead of two.
+// The deadline set here bounds that send (net/http clears it after); a
+// larger one is written as write writes it.
+func (s *sseStream) writeLast(size int, fn func() error) error {
+	if size > lastInBuffer {
+		return s.write(fn)
+	}
+	s.mu.Lock()
+	if s.closed {
+		cause := s.cause
+		s.mu.Unlock()
+		return cause
+	}
+	s.writing = true
+	s.since = time.Now()
+	s.budget = s.writeTimeout
+	s.pending, s.chunked = 0, 0
+	s.arm()
+	s.mu.Unlock()
+
+	err := fn()
+	if err != nil {
+		err = fmt.Errorf("%w: %w", errWriteFailed, err)
+	}
+	s.mu.Lock()
+	s.writing = false
+	s.started = true
+	if err != nil {
+		s.end(err)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// eventsSize is how many bytes putEventsWithIDs writes for ids and msgs
+// (ids nil: putEvents).
+func eventsSize(ids []string, msgs [][]byte) int {
+	n := 0
+	for i, m := range msgs {
+		n += len("event: message\ndata: ") + len(m) + len("\n\n")
+		if i < len(ids) && ids[i] != "" {
+			n += len("id: ") + len(ids[i]) + len("\n")
+		}
+	}
+	return n
+}
+
 // arm sets the deadline of the chunk that began at s.since. (Errors are
 // ignored: a writer without deadline support still works, only without
 // the bound.) Callers hold s.mu.

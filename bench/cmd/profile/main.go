@@ -15,10 +15,18 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/bench"
 )
+
+// processCPU is this process's CPU time, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func main() {
 	peer := flag.String("peer", bench.Lifeline, "the peer: lifeline, mcp-go, go-sdk, floor")
@@ -67,7 +75,9 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	cpu0 := processCPU()
 	rps, err := run(*dur)
+	cpuPerOp := (processCPU() - cpu0).Seconds() / (rps * dur.Seconds())
 	if *cpu != "" {
 		pprof.StopCPUProfile()
 	}
@@ -84,5 +94,5 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	fmt.Printf("PROFILE peer=%s cell=%s conc=%d dur=%v rate=%.0f/s\n", *peer, *cell, *conc, *dur, rps)
+	fmt.Printf("PROFILE peer=%s cell=%s conc=%d dur=%v rate=%.0f/s cpu_per_op=%.1fus (process CPU, clients included)\n", *peer, *cell, *conc, *dur, rps, cpuPerOp*1e6)
 }
