@@ -84,6 +84,7 @@ type Handler struct {
 	logLocal         bool                      // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
 	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
 	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)
+	writers          *writerPool               // request writers' goroutines (writer_pool.go)
 	handBacks        sync.WaitGroup            // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
 	lingers          sync.WaitGroup            // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq        atomic.Int64
@@ -129,6 +130,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		logLocal:  isMemoryLog(cfg.EventLog),
 		tracing:   newTracing(cfg),
 		met:       newMeters(cfg.MeterProvider),
+		writers:   newWriterPool(),
 	}
 	h.store = meteredStore{inner: cfg.Store, m: h.met}
 	if h.shared {

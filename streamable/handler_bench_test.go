@@ -1,11 +1,9 @@
 package streamable_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -41,6 +39,11 @@ func BenchmarkServePost(b *testing.B) {
 			benchServePostLifeline(b, streamable.Config{DisableEventLog: bc.noLog, Identify: bc.identify})
 		})
 	}
+	// A resumable request where net/http's HTTP/1 server does not serve it
+	// (HTTP/2, Handle, a middleware's writer): on a worker goroutine.
+	b.Run("lifeline-worker", func(b *testing.B) {
+		benchServePostLifelineOn(b, streamable.Config{}, false)
+	})
 	b.Run("floor", func(b *testing.B) {
 		s := demotools.NewServer("bench", "1")
 		w := &sinkWriter{h: http.Header{}}
@@ -103,13 +106,6 @@ func (w *sinkWriter) Write(p []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	return w.body.Write(p)
-}
-
-// Hijack is what net/http's HTTP/1 writer offers a resumable request's
-// let-go (post_inline.go): with it the request runs on the handler
-// goroutine, as behind a real server. No benchmark lets go of a response.
-func (w *sinkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return nil, nil, errors.New("sinkWriter has no connection")
 }
 
 // SetReadDeadline is what net/http's writer offers the body read's bound
@@ -199,20 +195,32 @@ func benchToolsCallRequest(id string) (*http.Request, context.CancelFunc) {
 
 // benchServePostLifeline is BenchmarkServePost's lifeline case with cfg
 // (its heartbeat and logger set here): benchToolsCallRequest on one session,
-// answered as JSON.
+// answered as JSON, through a writer that stands in for net/http's HTTP/1
+// one (its resumable requests run on the handler goroutine).
 func benchServePostLifeline(b *testing.B, cfg streamable.Config) {
+	benchServePostLifelineOn(b, cfg, true)
+}
+
+// benchServePostLifelineOn is benchServePostLifeline, through a writer
+// that is not net/http's (HTTP/2, Handle, a middleware's: its resumable
+// requests run on a worker) unless http1.
+func benchServePostLifelineOn(b *testing.B, cfg streamable.Config, http1 bool) {
 	cfg.HeartbeatInterval = 20 * time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := streamable.New(demotools.NewServer("bench", "1"), cfg)
 	defer h.Close()
 	id := benchInitialize(b, h, benchToolsCallRequest)
 	w := &sinkWriter{h: http.Header{}}
+	var rw http.ResponseWriter = w
+	if http1 {
+		rw = streamable.AsNetHTTPWriter(w)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		r, cancel := benchToolsCallRequest(id)
 		w.reset()
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(rw, r)
 		cancel()
 		if w.status != http.StatusOK {
 			b.Fatalf("status %d: %s", w.status, w.body.String())

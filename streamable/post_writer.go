@@ -15,7 +15,7 @@ func (p *postStream) startWriter() {
 	p.makeReleaseChannels()
 	p.done = make(chan struct{})
 	p.writerDone = make(chan struct{})
-	go p.write()
+	p.h.writers.run(p.write)
 }
 
 // stopWriter tells the writer the request has returned and waits for it to

@@ -107,6 +107,9 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	h.lingers.Wait() // each ends at once: stopSweep (and drainEnd) is closed
 	h.closeWaiting(nil)
 	h.handBacks.Wait() // each ends once its connection is closed or its server took it
+	if werr := h.writers.close(ctx); werr != nil && err == nil {
+		err = fmt.Errorf("lifeline: shutdown: request writers still running: %w", werr)
+	}
 	if h.sched != nil {
 		h.sched.Close()
 	}
