@@ -173,3 +173,14 @@ type Subscription interface {
 	// Close ends the subscription. It is idempotent.
 	Close() error
 }
+
+// LivenessChecker is a Store that tells whether a session is live more
+// cheaply than Touch, without extending its expiry. A transport calls it
+// for a session its replica touched less than a fraction of the idle TTL
+// ago, and Touch otherwise (redisstore.Store: one HGET instead of a script
+// that also writes the record's expiry and the index).
+type LivenessChecker interface {
+	// CheckLive returns nil for a live session, ErrTerminated for a
+	// terminated one and ErrNotFound for an unknown or expired id.
+	CheckLive(ctx context.Context, id string) error
+}

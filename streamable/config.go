@@ -75,7 +75,12 @@ type Config struct {
 	// wait for a stream's handler to exit. Default 5 s.
 	CleanupTimeout time.Duration
 	// IdleTTL is how long a session lives without a request or an open GET
-	// stream. Default 30 min; Disabled keeps sessions until DELETE.
+	// stream. Default 30 min; Disabled keeps sessions until DELETE. With a
+	// shared store that checks liveness apart from Touch
+	// (sessionstore.LivenessChecker: redisstore), a replica extends a
+	// session's expiry at most once per IdleTTL/16 and only checks it for
+	// the requests in between, so the session may expire up to IdleTTL/16
+	// before IdleTTL after its last request.
 	IdleTTL time.Duration
 	// MaxSessions caps live sessions (in-flight stateless requests
 	// included); initialize beyond it gets 503 with Retry-After. It also

@@ -82,6 +82,7 @@ type Handler struct {
 	unrecorded       atomic.Int64              // messages the event log refused (resume.go)
 	postSignals      postSignals               // resumable POST streams: running here, resumers following (post_signals.go)
 	logLocal         bool                      // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
+	checker          bool                      // the store is shared and a sessionstore.LivenessChecker (session_touch.go)
 	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
 	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)
 	writers          *writerPool               // request writers' goroutines (writer_pool.go)
@@ -128,6 +129,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		sweepDone: make(chan struct{}),
 		shared:    isShared(cfg.Store),
 		logLocal:  isMemoryLog(cfg.EventLog),
+		checker:   livenessChecker(cfg.Store),
 		tracing:   newTracing(cfg),
 		met:       newMeters(cfg.MeterProvider),
 		writers:   newWriterPool(),
@@ -361,7 +363,7 @@ func (h *Handler) session(r *http.Request, touch bool) (*session, *failure) {
 	}
 	var err error
 	if touch {
-		err = h.store.Touch(r.Context(), id, h.cfg.IdleTTL)
+		err = h.touch(r.Context(), s)
 	} else {
 		_, err = h.store.Get(r.Context(), id)
 	}

@@ -276,12 +276,13 @@ const (
 	opSubscribeTopic
 	opPublishBroadcast
 	opSubscribeBroadcasts
+	opCheckLive
 	numStoreOps
 )
 
 var storeOpNames = [numStoreOps]string{"Create", "Get", "Update", "Touch", "Terminate", "Remove", "Count",
 	"AcquireStream", "RenewStream", "ReleaseStream", "StreamHolder", "Publish", "Subscribe",
-	"PublishTopic", "SubscribeTopic", "PublishBroadcast", "SubscribeBroadcasts"}
+	"PublishTopic", "SubscribeTopic", "PublishBroadcast", "SubscribeBroadcasts", "CheckLive"}
 
 // Store errors (error.type): the sessionstore sentinels, which are
 // answers (a session that is gone, a stream held), the context's, and

@@ -56,6 +56,15 @@ func (s meteredStore) Touch(ctx context.Context, id string, ttl time.Duration) e
 	return err
 }
 
+// CheckLive is the inner store's sessionstore.LivenessChecker (which
+// Handler.checker says it has).
+func (s meteredStore) CheckLive(ctx context.Context, id string) error {
+	t := s.m.storeStart()
+	err := s.inner.(sessionstore.LivenessChecker).CheckLive(ctx, id)
+	s.m.storeCall(opCheckLive, t, err)
+	return err
+}
+
 func (s meteredStore) Terminate(ctx context.Context, id string) error {
 	t := s.m.storeStart()
 	err := s.inner.Terminate(ctx, id)

@@ -44,6 +44,9 @@ type session struct {
 	// spanAttr is the mcp.session.id span attribute, made on first use
 	// (spanID).
 	spanAttr atomic.Pointer[attribute.KeyValue]
+	// touchedAt is when this replica last extended the record's expiry
+	// (Unix ns; session_touch.go).
+	touchedAt atomic.Int64
 
 	// ctx ends when the session starts terminating; in-flight requests and
 	// pending server-to-client requests watch it.

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -263,4 +264,26 @@ func TestRemove(t *testing.T) {
 	wantErr(t, "Terminate", s.Terminate(t.Context(), "s"), nil)
 	wantErr(t, "Remove tombstone", s.Remove(t.Context(), "s"), nil)
 	wantGet(t, s, "s", sessionstore.ErrNotFound)
+}
+
+// CheckLive answers what Touch would (live, terminated, unknown, expired)
+// and writes nothing: the record's expiry and its index entry stay.
+func TestCheckLiveWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{})
+	mustCreate(t, s, "s", time.Minute)
+	before := e.pttl(t, prefix+"session:s")
+	score := e.raw.ZScore(t.Context(), prefix+"sessions", "s").Val()
+	wantErr(t, "CheckLive", s.CheckLive(t.Context(), "s"), nil)
+	if d := e.pttl(t, prefix+"session:s"); d > before {
+		t.Fatalf("CheckLive extended the record's PTTL from %v to %v", before, d)
+	}
+	if got := e.raw.ZScore(t.Context(), prefix+"sessions", "s").Val(); got != score {
+		t.Fatalf("CheckLive moved the index score from %v to %v", score, got)
+	}
+	wantErr(t, "CheckLive unknown", s.CheckLive(t.Context(), "nope"), sessionstore.ErrNotFound)
+	mustCreate(t, s, "short", 100*time.Millisecond)
+	holds(t, "the short session to expire", func() bool { return errors.Is(s.CheckLive(t.Context(), "short"), sessionstore.ErrNotFound) })
+	wantErr(t, "Terminate", s.Terminate(t.Context(), "s"), nil)
+	wantErr(t, "CheckLive terminated", s.CheckLive(t.Context(), "s"), sessionstore.ErrTerminated)
 }
