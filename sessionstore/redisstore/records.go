@@ -3,12 +3,9 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
@@ -104,19 +101,6 @@ func (s *Store) Touch(ctx context.Context, id string, ttl time.Duration) error {
 	_, _, err := s.status(ctx, "touch a session", s.scripts.touch,
 		[]string{s.keyRecord(id), s.keyIndex()}, id, ms(ttl))
 	return s.gone(id, err)
-}
-
-// CheckLive implements sessionstore.LivenessChecker: one HGET of the
-// record's state, no script and no write.
-func (s *Store) CheckLive(ctx context.Context, id string) error {
-	const op = "check a session"
-	octx, cancel := s.opCtx(ctx)
-	defer cancel()
-	st, err := s.client.HGet(octx, s.keyRecord(id), "s").Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fail(ctx, op, err)
-	}
-	return s.lookupErr(op, id, st)
 }
 
 // Terminate implements sessionstore.Store. It returns once this Store's own

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,4 +287,28 @@ func TestCheckLiveWritesNothing(t *testing.T) {
 	holds(t, "the short session to expire", func() bool { return errors.Is(s.CheckLive(t.Context(), "short"), sessionstore.ErrNotFound) })
 	wantErr(t, "Terminate", s.Terminate(t.Context(), "s"), nil)
 	wantErr(t, "CheckLive terminated", s.CheckLive(t.Context(), "s"), sessionstore.ErrTerminated)
+}
+
+// CheckLive calls made at once (more than go out on their own: the rest go
+// in shared pipelines) each get their own session's answer.
+func TestConcurrentCheckLiveAnswersEachSession(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{})
+	mustCreate(t, s, "live", time.Minute)
+	mustCreate(t, s, "ended", time.Minute)
+	wantErr(t, "Terminate", s.Terminate(t.Context(), "ended"), nil)
+	want := map[string]error{"live": nil, "ended": sessionstore.ErrTerminated, "unknown": sessionstore.ErrNotFound}
+	ids := []string{"live", "ended", "unknown"}
+	const calls = 600
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { errs[i] = s.CheckLive(t.Context(), ids[i%len(ids)]) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if w := want[ids[i%len(ids)]]; !errors.Is(err, w) || (w == nil && err != nil) {
+			t.Fatalf("call %d, %s: %v, want %v", i, ids[i%len(ids)], err, w)
+		}
+	}
 }

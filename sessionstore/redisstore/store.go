@@ -78,6 +78,7 @@ type Store struct {
 	opts    Options
 	scripts scripts
 	bus     *bus
+	checks  liveChecks // CheckLive's calls in flight and the batch forming (records_check.go)
 }
 
 var _ sessionstore.Store = (*Store)(nil)
@@ -93,7 +94,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 			"replicas sharing sessions use the same prefix, and nothing else on the Redis may")
 	}
 	opts = opts.withDefaults()
-	s := &Store{client: client, opts: opts, scripts: newScripts()}
+	s := &Store{client: client, opts: opts, scripts: newScripts(), checks: newLiveChecks()}
 	s.bus = newBus(client, busConfig{
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",

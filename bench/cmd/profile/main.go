@@ -35,11 +35,21 @@ func main() {
 	dur := flag.Duration("dur", 10*time.Second, "how long the cell runs under the profile")
 	warm := flag.Duration("warm", time.Second, "how long it runs before the profile starts")
 	noLog := flag.Bool("no-event-log", false, "lifeline with resumability off")
+	onRedis := flag.Bool("redis", false, "lifeline on the Redis store (starts a redis-server)")
 	cpu := flag.String("cpuprofile", "", "write the CPU profile here")
 	mem := flag.String("memprofile", "", "write an allocation profile (alloc_space) here")
 	flag.Parse()
 
-	p, err := bench.StartPeer(*peer, bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog})
+	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog}
+	if *onRedis {
+		rb, err := bench.StartRedis()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer rb.Close()
+		o.Redis = rb
+	}
+	p, err := bench.StartPeer(*peer, o)
 	if err != nil {
 		log.Fatal(err)
 	}
