@@ -80,8 +80,7 @@ type MemoryEventLog struct {
 // memoryLog is one session's events.
 type memoryLog struct {
 	gen     uint64
-	streams map[string]*memoryStream
-	byNum   map[uint64]*memoryStream
+	streams streamSet
 	nextNum uint64 // the last stream number given
 	seq     uint64 // the last event number given
 	events  int
@@ -157,7 +156,7 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	cost := size + MemoryEventOverhead
 	if lg == nil {
 		cost += MemorySessionOverhead + MemoryStreamOverhead
-	} else if lg.streams[streamID] == nil {
+	} else if lg.streams.id(streamID) == nil {
 		cost += MemoryStreamOverhead
 	}
 	if l.total+cost > l.maxTotal {
@@ -165,16 +164,16 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	}
 	if lg == nil {
 		l.gen++
-		lg = &memoryLog{gen: l.gen, streams: make(map[string]*memoryStream), byNum: make(map[uint64]*memoryStream)}
+		lg = &memoryLog{gen: l.gen}
 		l.sessions[sessionID] = lg
 		l.peak = max(l.peak, len(l.sessions))
 		lg.cost = MemorySessionOverhead
 	}
-	s := lg.streams[streamID]
+	s := lg.streams.id(streamID)
 	if s == nil {
 		lg.nextNum++
 		s = &memoryStream{id: streamID, num: lg.nextNum}
-		lg.streams[streamID], lg.byNum[s.num] = s, s
+		lg.streams.add(s)
 		lg.cost += MemoryStreamOverhead
 	}
 	lg.seq++
@@ -216,8 +215,7 @@ func (l *MemoryEventLog) dropOldest(lg *memoryLog, s *memoryStream) {
 	lg.bytes -= len(ev.msg)
 	freed := len(ev.msg) + MemoryEventOverhead
 	if s.events.len() == 0 {
-		delete(lg.streams, s.id)
-		delete(lg.byNum, s.num)
+		lg.streams.remove(s)
 		freed += MemoryStreamOverhead
 	}
 	lg.cost -= freed
@@ -237,7 +235,7 @@ func (l *MemoryEventLog) ReplayEventsAfter(_ context.Context, sessionID, lastEve
 	lg := l.lookup(sessionID, now)
 	var s *memoryStream
 	if lg != nil && lg.gen == gen {
-		s = lg.byNum[num]
+		s = lg.streams.num(num)
 	}
 	if s == nil || !s.holds(seq) {
 		l.mu.Unlock()

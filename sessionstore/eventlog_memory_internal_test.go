@@ -61,7 +61,7 @@ func TestMemoryEventLogQueuesBounded(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lg := l.sessions["s"]
-	s := lg.streams["A"]
+	s := lg.streams.id("A")
 	t.Logf("due=%d (cap %d) stream=%d (cap %d) order=%d (cap %d)", l.due.Len(), cap(l.due), s.events.len(), cap(s.events.buf), lg.order.len(), cap(lg.order.buf))
 	if l.due.Len() > 2*len(l.sessions)+shrinkAbove {
 		t.Fatalf("due holds %d entries for %d sessions", l.due.Len(), len(l.sessions))
