@@ -157,9 +157,15 @@ type Idle struct {
 	// RSSPerSession is the server process's resident set per session
 	// (MeasureIdleWith with a RemoteProbe: the server's alone).
 	RSSPerSession float64
+	stackBase     uint64 // StackInuse before the streams opened
 	// CPUPerMin is process CPU seconds per minute with the streams idle and
 	// the heartbeat on.
 	CPUPerMin float64
+	// StackAfterWindow is the goroutine stacks per stream at the end of
+	// the CPU window, before any GC shrinks them (the heartbeats' writes
+	// may have grown them): what the streams' stacks take between
+	// collections. 0 without a window.
+	StackAfterWindow float64
 }
 
 // settle collects garbage twice and returns the goroutine count, HeapAlloc
@@ -276,6 +282,7 @@ func MeasureIdleWith(p *Peer, n int, window time.Duration, probe Probe) (Idle, e
 // (a) and after (b) the streams opened.
 func (res *Idle) setStreams(a, b ProcStats) {
 	n := float64(res.Opened)
+	res.stackBase = a.Stack
 	res.GoroutinesPerStream = float64(b.Goroutines-a.Goroutines) / n
 	res.HeapPerStream = (float64(b.Heap) - float64(a.Heap)) / n
 	res.StackPerStream = (float64(b.Stack) - float64(a.Stack)) / n
@@ -300,6 +307,7 @@ func (res *Idle) measureCPU(probe Probe, window time.Duration) error {
 	// Each probe settles the heap (two GCs): the window runs from after
 	// the first probe's GCs to before the second's.
 	res.CPUPerMin = (b.CPU - a.SettledCPU).Seconds() * float64(time.Minute) / float64(b.At.Sub(a.SettledAt))
+	res.StackAfterWindow = (float64(b.StackUnsettled) - float64(res.stackBase)) / float64(res.Opened)
 	return nil
 }
 

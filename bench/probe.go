@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"time"
 )
 
@@ -17,11 +18,15 @@ type ProcStats struct {
 	Goroutines int
 	Heap       uint64
 	Stack      uint64
-	RSS        float64
-	CPU        time.Duration
-	At         time.Time
-	SettledCPU time.Duration
-	SettledAt  time.Time
+	// StackUnsettled is StackInuse before the GCs (which shrink the
+	// stacks of goroutines that use a quarter of theirs or less): what
+	// the stacks take between collections.
+	StackUnsettled uint64
+	RSS            float64
+	CPU            time.Duration
+	At             time.Time
+	SettledCPU     time.Duration
+	SettledAt      time.Time
 }
 
 // Probe reads the ProcStats of the process the measured server runs in.
@@ -30,6 +35,9 @@ type Probe func() (ProcStats, error)
 // LocalProbe reads this process's ProcStats.
 func LocalProbe() (ProcStats, error) {
 	st := ProcStats{CPU: cpuTime(), At: time.Now()}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st.StackUnsettled = ms.StackInuse
 	st.Goroutines, st.Heap, st.Stack = settle()
 	st.RSS = rss()
 	st.SettledCPU, st.SettledAt = cpuTime(), time.Now()

@@ -44,29 +44,44 @@ type getStream struct {
 	subs streamSubs // with replicas: the session's bus and the stream's own topic, from before the lease
 }
 
+// serveGet serves a GET: a resume of a request's stream, or the session's
+// standalone stream, which the handler goroutine runs until it ends
+// (runGet). The stream is admitted in a frame of its own (admitGetRequest),
+// gone by the time the stream waits: an idle stream's goroutine then uses
+// little enough of its stack for the runtime to shrink it.
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	if g := h.admitGetRequest(w, r); g != nil {
+		h.runGet(g)
+	}
+}
+
+// admitGetRequest checks a GET and admits its stream (or answers it, and
+// returns nil: refused, or a request stream's resume, served here).
+//
+//go:noinline
+func (h *Handler) admitGetRequest(w http.ResponseWriter, r *http.Request) *getStream {
 	if h.cfg.DisableStreaming {
 		h.writeFailure(w, errStreamingDisabled())
-		return
+		return nil
 	}
 	if !accepts(r, "text/event-stream") {
 		h.writeFailure(w, errNotAcceptableGet())
-		return
+		return nil
 	}
 	if f := h.checkProtocolVersion(r); f != nil {
 		h.writeFailure(w, f)
-		return
+		return nil
 	}
 	sess, f := h.session(r, true)
 	if f != nil {
 		h.writeFailure(w, f)
-		return
+		return nil
 	}
 	if h.cfg.EventLog != nil {
 		if last := r.Header.Get("Last-Event-ID"); last != "" {
 			if stream, from, ok := splitEventID(last); ok && isPostStream(stream) && validEventID(last) {
 				h.resumePost(w, r, sess, last, stream, from)
-				return
+				return nil
 			}
 		}
 	}
@@ -77,19 +92,19 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	subs, f := h.subscribeStream(r, sess, holder)
 	if f != nil {
 		h.writeFailure(w, f)
-		return
+		return nil
 	}
 	g, f := h.admitGet(sess, holder, w, r)
 	if f != nil {
 		subs.close()
 		h.writeFailure(w, f)
-		return
+		return nil
 	}
 	g.subs = subs
 	if h.cfg.EventLog != nil {
 		g.resumeFrom = r.Header.Get("Last-Event-ID")
 	}
-	h.runGet(g)
+	return g
 }
 
 // admitGet makes the request the session's one live GET stream, or says why
@@ -309,55 +324,74 @@ func (h *Handler) probeDead(ctx context.Context, old *getStream) bool {
 // runGet serves an admitted GET stream until it closes, then frees the
 // session's stream slot.
 func (h *Handler) runGet(g *getStream) {
-	sess := g.sess
-	bus := &g.bus // with replicas: the session's bus (cluster_get.go)
-	defer func() {
-		// Runs last, once the stream is gone: a session that ended on
-		// another replica ends here too.
-		if bus.sessionEnded {
-			sess.terminate(context.Background(), errEndedElsewhere)
-		}
-	}()
 	h.getStreams.Add(1)
 	h.met.streamOpened(streamGet)
-	if g.beat != nil {
-		defer g.beat.Remove()
+	defer h.endGet(g)
+	notes, late, reqs, ok := h.startGet(g)
+	if ok {
+		h.getLoop(g, notes, late, reqs)
 	}
-	defer func() {
-		g.close(errStreamClosed)
-		bus.stopRenew(g) // g.close cancelled its renewal; the lease it returns is released below
-		sess.calls.forgetPings(g)
-		// The lease goes before the slot, so a GET that finds the slot
-		// free also finds the lease free.
-		if err := h.store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
-			h.log.Warn("lifeline: release stream lease", "session", logID(sess.id), "err", err)
-		}
-		// With replicas, only now that no pump sees this stream as the
-		// holder: stop listening to the session's bus, and keep what was
-		// sent to the stream and not written, for the next stream; its own
-		// topic is read a moment longer, for what pumps that read the
-		// lease before its release send it (cluster_linger.go).
-		l, lingers := h.freeSlot(g)
-		if g.subs.session != nil {
-			g.subs.session.Close()
-			if lingers {
-				h.lingerTopic(sess, g.subs.stream, l)
-			} else {
-				h.closeTopic(sess, g.subs.stream) // Shutdown has begun
-			}
-		}
-		if h.shared {
-			// The client may reconnect on another replica: what is left
-			// here, or sent as this stream ended, is forwarded to it once
-			// it does (an idle pump exits after pumpIdle).
-			sess.ensurePump(false)
-		}
-		h.getStreams.Add(-1)
-		h.traceGetEnd(g)
-		h.met.streamClosed(streamGet)
-		g.markExited()
-	}()
+}
 
+// endGet is what a GET stream does as its handler exits: it closes and
+// lets go of the stream (the lease before the slot), and, last, ends a
+// session that ended on another replica.
+func (h *Handler) endGet(g *getStream) {
+	sess := g.sess
+	bus := &g.bus
+	g.close(errStreamClosed)
+	bus.stopRenew(g) // g.close cancelled its renewal; the lease it returns is released below
+	sess.calls.forgetPings(g)
+	// The lease goes before the slot, so a GET that finds the slot
+	// free also finds the lease free.
+	if err := h.store.ReleaseStream(context.WithoutCancel(g.ctx), g.lease); err != nil {
+		h.log.Warn("lifeline: release stream lease", "session", logID(sess.id), "err", err)
+	}
+	// With replicas, only now that no pump sees this stream as the
+	// holder: stop listening to the session's bus, and keep what was
+	// sent to the stream and not written, for the next stream; its own
+	// topic is read a moment longer, for what pumps that read the
+	// lease before its release send it (cluster_linger.go).
+	l, lingers := h.freeSlot(g)
+	if g.subs.session != nil {
+		g.subs.session.Close()
+		if lingers {
+			h.lingerTopic(sess, g.subs.stream, l)
+		} else {
+			h.closeTopic(sess, g.subs.stream) // Shutdown has begun
+		}
+	}
+	if h.shared {
+		// The client may reconnect on another replica: what is left
+		// here, or sent as this stream ended, is forwarded to it once
+		// it does (an idle pump exits after pumpIdle).
+		sess.ensurePump(false)
+	}
+	h.getStreams.Add(-1)
+	h.traceGetEnd(g)
+	h.met.streamClosed(streamGet)
+	g.markExited()
+	if g.beat != nil {
+		g.beat.Remove()
+	}
+	// Once the stream is gone: a session that ended on another replica
+	// ends here too.
+	if bus.sessionEnded {
+		sess.terminate(context.Background(), errEndedElsewhere)
+	}
+}
+
+// startGet opens g (or replays what its client missed) and writes what
+// the session carried over for it, and returns the session's queues as
+// they are. It reports false when the stream ended meanwhile. It is not
+// inlined: its frame is gone by the time the stream waits (getLoop), so
+// that an idle stream's goroutine uses little enough of its stack for the
+// runtime to shrink it.
+//
+//go:noinline
+func (h *Handler) startGet(g *getStream) (notes, late chan mcp.JSONRPCNotification, reqs chan []byte, ok bool) {
+	sess := g.sess
+	bus := &g.bus // with replicas: the session's bus (cluster_get.go)
 	if g.subs.session != nil {
 		bus.msgs = g.subs.session.Messages()
 		bus.stream = g.subs.stream.Messages()
@@ -374,22 +408,20 @@ func (h *Handler) runGet(g *getStream) {
 				if !g.begun() {
 					h.writeFailure(g.w, h.goneAnswer())
 				}
-				return
+				return nil, nil, nil, false
 			}
 		} else if !h.replay(g) {
-			return
+			return nil, nil, nil, false
 		}
 	} else if err := h.openGet(g); err != nil {
 		if !g.begun() {
 			// Closed (by DELETE or Shutdown) before it began.
 			h.writeFailure(g.w, h.goneAnswer())
 		}
-		return
+		return nil, nil, nil, false
 	}
 	// The session's queues are made when something is first sent to it;
 	// an idle stream is woken for that instead of making them.
-	var notes, late chan mcp.JSONRPCNotification
-	var reqs chan []byte
 	if q := sess.q.Load(); q != nil {
 		notes, reqs, late = q.notifications, q.requests, sess.lateQueue()
 	}
@@ -409,10 +441,18 @@ func (h *Handler) runGet(g *getStream) {
 			for _, c := range carry[i+1:] {
 				sess.keep(c)
 			}
-			return
+			return nil, nil, nil, false
 		}
 		sess.calls.wrote(c.msg)
 	}
+	return notes, late, reqs, true
+}
+
+// getLoop writes what is sent to g's session, its heartbeats and what
+// other replicas forward to it, until the stream ends.
+func (h *Handler) getLoop(g *getStream, notes, late chan mcp.JSONRPCNotification, reqs chan []byte) {
+	sess := g.sess
+	bus := &g.bus
 	for {
 		var msg []byte
 		attempts := 0     // how many streams already failed to write msg

@@ -161,19 +161,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 
 // ServeHTTP implements http.Handler for the MCP endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f := h.checkEdge(r); f != nil {
-		h.refuse(w, r, f)
-		return
-	}
-	if h.applyCORS(w, r) {
-		return
-	}
-	if h.isShutting() {
-		h.refuseWithID(w, r, errShuttingDown())
-		return
-	}
-	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
-		h.refuse(w, r, errModernMethod())
+	if !h.admitRequest(w, r) {
 		return
 	}
 	switch r.Method {
@@ -192,6 +180,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.refuse(w, r, errMethodNotAllowed(h.cfg.Stateless, h.cfg.DisableStreaming))
 	}
+}
+
+// admitRequest checks what every request must pass before its method is
+// served (the edge, CORS, shutdown, the era's methods), answering one
+// that does not; it reports whether the request goes on. It is not
+// inlined, so that ServeHTTP's frame, which an idle GET stream keeps on
+// its stack, stays small.
+//
+//go:noinline
+func (h *Handler) admitRequest(w http.ResponseWriter, r *http.Request) bool {
+	if f := h.checkEdge(r); f != nil {
+		h.refuse(w, r, f)
+		return false
+	}
+	if h.applyCORS(w, r) {
+		return false
+	}
+	if h.isShutting() {
+		h.refuseWithID(w, r, errShuttingDown())
+		return false
+	}
+	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
+		h.refuse(w, r, errModernMethod())
+		return false
+	}
+	return true
 }
 
 // refuse answers f to a request whose body has not been read: if it may

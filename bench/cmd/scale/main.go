@@ -75,8 +75,8 @@ func main() {
 					rows = append(rows, row{peer: peer, kind: kind, heartbeat: heartbeat, err: err})
 					continue
 				}
-				log.Printf("%s %s heartbeat %v: %d/%d opened, %.0f B heap + %.0f B stack per stream, %.2f CPU s/min",
-					peer, kind, heartbeat, idle.Opened, idle.N, idle.HeapPerStream, idle.StackPerStream, idle.CPUPerMin)
+				log.Printf("%s %s heartbeat %v: %d/%d opened, %.0f B heap + %.0f B stack per stream (%.0f B stack after the window, before a GC), %.2f CPU s/min",
+					peer, kind, heartbeat, idle.Opened, idle.N, idle.HeapPerStream, idle.StackPerStream, idle.StackAfterWindow, idle.CPUPerMin)
 				rows = append(rows, row{peer: peer, kind: kind, heartbeat: heartbeat, idle: idle})
 			}
 		}
@@ -177,8 +177,8 @@ func render(rows []row, n int, window time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Idle streams at scale: %d per peer, server and clients in separate processes, figures of the server's process alone; "+
 		"heap is HeapAlloc after two GCs, stacks StackInuse, CPU over %v with every stream idle; plain is net/http holding as many bare GETs.\n\n", n, window)
-	b.WriteString("| peer | streams | heartbeat | opened | heap + stacks per stream | beyond plain | RSS per stream | CPU s per minute | beyond plain | heap per session | sessions per GiB (heap) |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| peer | streams | heartbeat | opened | heap + stacks per stream | beyond plain | stacks per stream after the window, before a GC | RSS per stream | CPU s per minute | beyond plain | heap per session | sessions per GiB (heap) |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	plain := map[string]bench.Idle{}
 	for _, r := range rows {
 		if r.peer == bench.Plain && r.err == nil {
@@ -188,7 +188,7 @@ func render(rows []row, n int, window time.Duration) string {
 	kib := func(x float64) string { return fmt.Sprintf("%.1f KiB", x/1024) }
 	for _, r := range rows {
 		if r.err != nil {
-			fmt.Fprintf(&b, "| %s | %s | %v | failed: %v | | | | | | | |\n", r.peer, r.kind, r.heartbeat, r.err)
+			fmt.Fprintf(&b, "| %s | %s | %v | failed: %v | | | | | | | | |\n", r.peer, r.kind, r.heartbeat, r.err)
 			continue
 		}
 		i := r.idle
@@ -203,8 +203,8 @@ func render(rows []row, n int, window time.Duration) string {
 			perSess = kib(i.HeapPerSession)
 			perGiB = fmt.Sprintf("%.0f", float64(1<<30)/i.HeapPerSession)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %v | %d | %s | %s | %s | %.2f | %s | %s | %s |\n",
-			r.peer, r.kind, r.heartbeat, i.Opened, kib(mem), beyondMem, kib(i.RSSPerStream), i.CPUPerMin, beyondCPU, perSess, perGiB)
+		fmt.Fprintf(&b, "| %s | %s | %v | %d | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+			r.peer, r.kind, r.heartbeat, i.Opened, kib(mem), beyondMem, kib(i.StackAfterWindow), kib(i.RSSPerStream), i.CPUPerMin, beyondCPU, perSess, perGiB)
 	}
 	return b.String()
 }
