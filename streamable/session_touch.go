@@ -36,8 +36,12 @@ func (h *Handler) touch(ctx context.Context, s *session) error {
 		return h.store.Touch(ctx, s.id, ttl)
 	}
 	now := h.cfg.Clock.Now()
-	if last := s.touchedAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < ttl/touchRefresh {
-		return h.store.CheckLive(ctx, s.id)
+	// A clock that stepped back since (a negative age) touches: the
+	// window never outlasts what the store's own clock allows.
+	if last := s.touchedAt.Load(); last != 0 {
+		if age := now.Sub(time.Unix(0, last)); age >= 0 && age < ttl/touchRefresh {
+			return h.store.CheckLive(ctx, s.id)
+		}
 	}
 	err := h.store.Touch(ctx, s.id, ttl)
 	if err == nil {

@@ -35,6 +35,10 @@ type sseStream struct {
 	// met, when set, counts the stream's opening and the writes that hit
 	// their deadline (metrics.go).
 	met *meters
+	// finishedByNetHTTP: net/http (not a Handle framework) ends the
+	// response once its handler returns, and clears the write deadline
+	// then (writeLast).
+	finishedByNetHTTP bool
 
 	mu           sync.Mutex // guards the fields below and the write deadline
 	writeTimeout time.Duration
@@ -99,6 +103,8 @@ func newSSEStream(parent context.Context, w http.ResponseWriter, writeTimeout ti
 // on wake only), which costs the request's context no child.
 func (s *sseStream) init(parent context.Context, w http.ResponseWriter, writeTimeout time.Duration, derive bool, wake chan<- struct{}) {
 	s.w, s.rc, s.writeTimeout, s.wake = w, *http.NewResponseController(w), writeTimeout, wake
+	_, viaHandle := w.(*handleWriter)
+	s.finishedByNetHTTP = !viaHandle
 	s.ctx = parent
 	if derive {
 		s.ctx, s.cancel = context.WithCancelCause(parent)
@@ -218,6 +224,12 @@ func (s *sseStream) comment(text string) error {
 // A failed write ends the stream (end: its owner is told, a derived
 // context cancelled) and returns an error wrapping errWriteFailed.
 func (s *sseStream) write(fn func() error) error {
+	return s.writeOut(fn, true)
+}
+
+// writeOut is write, flushing when flush is set; unflushed (writeLast),
+// the deadline set here stays, for net/http's own send of what fn wrote.
+func (s *sseStream) writeOut(fn func() error, flush bool) error {
 	s.mu.Lock()
 	if s.closed {
 		cause := s.cause
@@ -232,7 +244,7 @@ func (s *sseStream) write(fn func() error) error {
 	s.mu.Unlock()
 
 	err := fn()
-	if err == nil {
+	if err == nil && flush {
 		err = s.rc.Flush()
 	}
 
@@ -242,7 +254,7 @@ func (s *sseStream) write(fn func() error) error {
 	s.mu.Lock()
 	s.writing = false
 	s.started = true
-	if !s.closed {
+	if !s.closed && flush {
 		// Clear the deadline so it cannot fire on an idle stream or on the
 		// next request of a kept-alive connection.
 		_ = s.rc.SetWriteDeadline(time.Time{})
@@ -270,36 +282,13 @@ const lastInBuffer = 2048
 // it is left there, unflushed, and net/http sends it with the body's end
 // (the last chunk) in one write once the handler returns, instead of two.
 // The deadline set here bounds that send (net/http clears it after); a
-// larger one is written as write writes it.
+// larger one, and any on a Handle writer (whose framework neither sends
+// it for us nor clears the deadline), is written as write writes it.
 func (s *sseStream) writeLast(size int, fn func() error) error {
-	if size > lastInBuffer {
+	if size > lastInBuffer || !s.finishedByNetHTTP {
 		return s.write(fn)
 	}
-	s.mu.Lock()
-	if s.closed {
-		cause := s.cause
-		s.mu.Unlock()
-		return cause
-	}
-	s.writing = true
-	s.since = time.Now()
-	s.budget = s.writeTimeout
-	s.pending, s.chunked = 0, 0
-	s.arm()
-	s.mu.Unlock()
-
-	err := fn()
-	if err != nil {
-		err = fmt.Errorf("%w: %w", errWriteFailed, err)
-	}
-	s.mu.Lock()
-	s.writing = false
-	s.started = true
-	if err != nil {
-		s.end(err)
-	}
-	s.mu.Unlock()
-	return err
+	return s.writeOut(fn, false)
 }
 
 // eventsSize is how many bytes putEventsWithIDs writes for ids and msgs

@@ -98,6 +98,11 @@ func (wp *writerPool) close(ctx context.Context) error {
 	}
 	wp.mu.Unlock()
 	select {
+	case <-wp.done: // first: an ended ctx does not fail a pool that has stopped
+		return nil
+	default:
+	}
+	select {
 	case <-wp.done:
 		return nil
 	case <-ctx.Done():

@@ -9,28 +9,31 @@ import (
 )
 
 // CheckLive implements sessionstore.LivenessChecker: one HGET of the
-// record's state, no script and no write. Calls made at once share round
-// trips: up to maxLiveChecks go out on their own; while that many are in
-// flight, the calls that come meanwhile wait together and go out as one
-// pipeline (at most maxLiveBatch of them) once one of those returns, so
-// that under load a check costs a fraction of a round trip's system calls,
-// and alone it costs one round trip, as before. Each answer is as fresh as
-// a call of its own: its HGET runs after the call began.
+// record's state, no write (through a one-line script where the client may
+// route a read to a replica, which could lag the primary: a DELETE must be
+// seen at once). Calls made at once share round trips: up to maxLiveChecks
+// go out on their own; while that many are in flight, the calls that come
+// meanwhile wait together and go out as one pipeline (at most maxLiveBatch
+// of them) once one of those returns, so that under load a check costs a
+// fraction of a round trip's system calls, and alone it costs one round
+// trip, as before. Each answer is as fresh as a call of its own: its HGET
+// runs after the call began. Every caller returns when its own context
+// ends; a batch runs on a goroutine of its own, within OpTimeout.
 func (s *Store) CheckLive(ctx context.Context, id string) error {
 	const op = "check a session"
 	if s.checks.tryAlone() {
 		defer s.checks.doneAlone()
 		octx, cancel := s.opCtx(ctx)
 		defer cancel()
-		st, err := s.client.HGet(octx, s.keyRecord(id), "s").Result()
+		st, err := s.stateCmd(octx, s.client, id).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return fail(ctx, op, err)
 		}
 		return s.lookupErr(op, id, st)
 	}
 	b, i, leader := s.checks.join(id)
-	if leader {
-		s.runLiveBatch(ctx, b)
+	if leader && !s.checks.startBatch(func() { s.runLiveBatch(b) }) {
+		s.runLiveBatch(b) // the Store is closed: on this goroutine
 	}
 	select {
 	case <-b.done:
@@ -51,11 +54,34 @@ const (
 )
 
 // liveChecks is CheckLive's share of round trips: its slots (a semaphore)
-// and the batch forming while every slot is taken.
+// and the batch forming while every slot is taken, and the batches'
+// goroutines, which Close joins.
 type liveChecks struct {
 	slots   chan struct{}
 	mu      sync.Mutex
 	forming *liveBatch
+	closed  bool
+	batches sync.WaitGroup // Add under mu, before closed
+}
+
+// startBatch runs run on a goroutine of its own, unless the Store is
+// closed (false).
+func (c *liveChecks) startBatch(run func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.batches.Go(run)
+	return true
+}
+
+// close waits for the batches running: each ends within OpTimeout.
+func (c *liveChecks) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.batches.Wait()
 }
 
 func newLiveChecks() liveChecks { return liveChecks{slots: make(chan struct{}, maxLiveChecks)} }
@@ -96,12 +122,12 @@ func (c *liveChecks) join(id string) (b *liveBatch, i int, leader bool) {
 	return b, len(b.ids) - 1, leader
 }
 
-// runLiveBatch, on b's leader, waits for a slot, closes b to new checks and
-// sends them as one pipeline, within OpTimeout from now whatever the
-// leader's own context (the others wait on it), then answers each. Every
-// path closes b.done.
-func (s *Store) runLiveBatch(ctx context.Context, b *liveBatch) {
-	octx, cancel := s.opCtx(context.WithoutCancel(ctx))
+// runLiveBatch waits for a slot, closes b to new checks and sends them as
+// one pipeline, within OpTimeout from now (whatever any one caller's
+// context: each waits on its own), then answers each. Every path closes
+// b.done.
+func (s *Store) runLiveBatch(b *liveBatch) {
+	octx, cancel := s.opCtx(context.Background())
 	defer cancel()
 	defer close(b.done)
 	select {
@@ -117,9 +143,9 @@ func (s *Store) runLiveBatch(ctx context.Context, b *liveBatch) {
 	}
 	s.closeBatch(b)
 	pipe := s.client.Pipeline()
-	cmds := make([]*redis.StringCmd, len(b.ids))
+	cmds := make([]stringResult, len(b.ids))
 	for i, id := range b.ids {
-		cmds[i] = pipe.HGet(octx, s.keyRecord(id), "s")
+		cmds[i] = s.stateCmd(octx, pipe, id)
 	}
 	_, _ = pipe.Exec(octx) // each command's own error is read below
 	b.states, b.errs = make([]string, len(b.ids)), make([]error, len(b.ids))
@@ -139,4 +165,36 @@ func (s *Store) closeBatch(b *liveBatch) {
 		s.checks.forming = nil
 	}
 	s.checks.mu.Unlock()
+}
+
+// stringResult is a command's string answer, a plain one's or a script's.
+type stringResult interface{ Result() (string, error) }
+
+// stateCmd queues (on a pipeline) or sends the read of id's state: an
+// HGET, or, where the client may read from a replica, the same through a
+// script, which goes to the primary.
+func (s *Store) stateCmd(ctx context.Context, c redis.Cmdable, id string) stringResult {
+	if s.checkOnPrimary {
+		return stringOf{c.Eval(ctx, luaState, []string{s.keyRecord(id)})}
+	}
+	return c.HGet(ctx, s.keyRecord(id), "s")
+}
+
+// luaState answers a record's state field (nil when there is none).
+const luaState = `return redis.call('HGET', KEYS[1], 's')`
+
+// stringOf reads a script's answer as a string (redis.Nil for none).
+type stringOf struct{ cmd *redis.Cmd }
+
+func (r stringOf) Result() (string, error) { return r.cmd.Text() }
+
+// readsReplicas reports whether client may route a read-only command to a
+// replica: a cluster client told to read from replicas (ReadOnly,
+// RouteByLatency, RouteRandomly).
+func readsReplicas(client redis.UniversalClient) bool {
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		o := cc.Options()
+		return o.ReadOnly || o.RouteByLatency || o.RouteRandomly
+	}
+	return false
 }

@@ -79,6 +79,9 @@ type Store struct {
 	scripts scripts
 	bus     *bus
 	checks  liveChecks // CheckLive's calls in flight and the batch forming (records_check.go)
+	// checkOnPrimary: the client may read from replicas, so CheckLive
+	// reads through a script, which runs on the primary.
+	checkOnPrimary bool
 }
 
 var _ sessionstore.Store = (*Store)(nil)
@@ -94,7 +97,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 			"replicas sharing sessions use the same prefix, and nothing else on the Redis may")
 	}
 	opts = opts.withDefaults()
-	s := &Store{client: client, opts: opts, scripts: newScripts(), checks: newLiveChecks()}
+	s := &Store{client: client, opts: opts, scripts: newScripts(), checks: newLiveChecks(), checkOnPrimary: readsReplicas(client)}
 	s.bus = newBus(client, busConfig{
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",
@@ -114,6 +117,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 // client is open. Close is idempotent.
 func (s *Store) Close() error {
 	s.bus.close()
+	s.checks.close()
 	return nil
 }
 
