@@ -27,6 +27,32 @@ func (h *Handler) checkEdge(r *http.Request) *failure {
 	return errForbiddenOrigin(origin)
 }
 
+// admitRequest checks what every request must pass before its method is
+// served (the edge, CORS, shutdown, the era's methods), answering one
+// that does not; it reports whether the request goes on. It is not
+// inlined, so that ServeHTTP's frame, which an idle GET stream keeps on
+// its stack, stays small.
+//
+//go:noinline
+func (h *Handler) admitRequest(w http.ResponseWriter, r *http.Request) bool {
+	if f := h.checkEdge(r); f != nil {
+		h.refuse(w, r, f)
+		return false
+	}
+	if h.applyCORS(w, r) {
+		return false
+	}
+	if h.isShutting() {
+		h.refuseWithID(w, r, errShuttingDown())
+		return false
+	}
+	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
+		h.refuse(w, r, errModernMethod())
+		return false
+	}
+	return true
+}
+
 // originAllowed reports whether a request from origin may be served: a
 // listed origin, or a local page talking to a server on a loopback
 // listener. (An origin matching the request's Host proves nothing: a

@@ -182,32 +182,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// admitRequest checks what every request must pass before its method is
-// served (the edge, CORS, shutdown, the era's methods), answering one
-// that does not; it reports whether the request goes on. It is not
-// inlined, so that ServeHTTP's frame, which an idle GET stream keeps on
-// its stack, stays small.
-//
-//go:noinline
-func (h *Handler) admitRequest(w http.ResponseWriter, r *http.Request) bool {
-	if f := h.checkEdge(r); f != nil {
-		h.refuse(w, r, f)
-		return false
-	}
-	if h.applyCORS(w, r) {
-		return false
-	}
-	if h.isShutting() {
-		h.refuseWithID(w, r, errShuttingDown())
-		return false
-	}
-	if r.Method != http.MethodPost && eraOf(r, nil).modern() {
-		h.refuse(w, r, errModernMethod())
-		return false
-	}
-	return true
-}
-
 // refuse answers f to a request whose body has not been read: if it may
 // have one, the connection is closed (closing), so that net/http does not
 // read what the client is still sending before it answers.
