@@ -86,14 +86,19 @@ func FuzzBearerToken(f *testing.F) {
 			t.Fatalf("%d: not a JSON-RPC error: %s", rec.Code, rec.Body)
 		}
 		// A token is written out if it shows up more often than in the
-		// answer and log of a request with an unrelated token.
+		// answer and log of a request as many Authorization headers as
+		// this one, each with an unrelated token (so that a short token
+		// found in the refusal's own words, "header" for "eade", counts
+		// alike in both).
 		var baseLogs bytes.Buffer
 		baseMW := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
 			ResourceMetadataURL: metadataURL, Scopes: []string{"mcp"},
 			Logger: slog.New(slog.NewTextHandler(&baseLogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
 		baseReq := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{}`))
-		baseReq.Header.Set("Authorization", "Bearer q9Q9q9Q9q9")
+		for range max(1, len(req.Header["Authorization"])) {
+			baseReq.Header.Add("Authorization", "Bearer q9Q9q9Q9q9")
+		}
 		base := httptest.NewRecorder()
 		baseMW(http.NotFoundHandler()).ServeHTTP(base, baseReq)
 		for _, v := range []string{header, second} {
