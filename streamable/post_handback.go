@@ -16,7 +16,8 @@ import (
 // server (a connection handed to it at once would be a new one, which
 // IdleTimeout does not bound and Shutdown waits seconds for). When the
 // first bytes arrive, srv.Serve takes the connection from a listener that
-// yields only it, and serves it with its handler, timeouts and hooks.
+// yields only it, and serves it with its handler, timeouts and hooks. At
+// most MaxSessions connections wait at once; past that one is closed.
 
 // handBack waits, on a goroutine of its own that Shutdown joins, for the
 // client's next request on conn, then gives conn to srv. early is what
@@ -24,6 +25,13 @@ import (
 func (h *Handler) handBack(srv *http.Server, conn net.Conn, early []byte) {
 	h.mu.Lock()
 	if h.shutting {
+		h.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	if len(h.waitingConns) >= h.cfg.MaxSessions {
+		// Bounded like the sessions: past it, closed (its client's next
+		// request may find it closed, as after a server's idle timeout).
 		h.mu.Unlock()
 		_ = conn.Close()
 		return

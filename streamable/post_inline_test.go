@@ -1,6 +1,7 @@
 package streamable_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -163,4 +164,34 @@ func TestLetGoWhileTheRequestRunsOnEveryKindOfResponse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The connections of let-go responses that wait for their client's next
+// request are bounded by MaxSessions: past it, one is closed (its client
+// reads the response's end, then the close), and those within stay open
+// for their clients' next requests.
+func TestLetGoConnectionsWaitingForTheirClientsAreBounded(t *testing.T) {
+	const bound = 2
+	r := newReviewRigOn(t, nil, nil, false, streamable.Config{MaxSessions: bound})
+	var conns []net.Conn
+	var readers []*bufio.Reader
+	for range bound + 1 {
+		c, br := r.rawLetGo(t)
+		conns, readers = append(conns, c), append(readers, br)
+	}
+	if !awaitServerClose(conns[bound], readers[bound], wait) {
+		t.Fatalf("the let-go connection past the bound of %d waiting ones is still open", bound)
+	}
+	for i := range bound {
+		_ = conns[i].SetReadDeadline(time.Now().Add(100 * time.Millisecond)) // a bounded look: it must not end
+		if _, err := readers[i].ReadByte(); !isTimeout(err) {
+			t.Fatalf("waiting connection %d within the bound ended: %v", i, err)
+		}
+	}
+}
+
+// isTimeout reports whether err is a read deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -43,15 +43,15 @@ type reviewRig struct {
 
 func newReviewRig(t *testing.T, wrap func(http.Handler) http.Handler, setup func(*http.Server)) *reviewRig {
 	t.Helper()
-	return newReviewRigOn(t, wrap, setup, false)
+	return newReviewRigOn(t, wrap, setup, false, streamable.Config{})
 }
 
 func newReviewRigTLS(t *testing.T, wrap func(http.Handler) http.Handler) *reviewRig {
 	t.Helper()
-	return newReviewRigOn(t, wrap, nil, true)
+	return newReviewRigOn(t, wrap, nil, true, streamable.Config{})
 }
 
-func newReviewRigOn(t *testing.T, wrap func(http.Handler) http.Handler, setup func(*http.Server), useTLS bool) *reviewRig {
+func newReviewRigOn(t *testing.T, wrap func(http.Handler) http.Handler, setup func(*http.Server), useTLS bool, cfg streamable.Config) *reviewRig {
 	t.Helper()
 	r := &reviewRig{released: make(chan bool, 1), finish: make(chan struct{}), states: map[net.Conn][]http.ConnState{}, changed: make(chan struct{}, 1)}
 	s := demotools.NewServer("lifeline-test", "1")
@@ -64,7 +64,10 @@ func newReviewRigOn(t *testing.T, wrap func(http.Handler) http.Handler, setup fu
 		}
 		return mcp.NewToolResultText("answered after the let-go"), nil
 	})
-	r.h = streamable.New(s, streamable.Config{HeartbeatInterval: testHeartbeat})
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = testHeartbeat
+	}
+	r.h = streamable.New(s, cfg)
 	var h http.Handler = r.h
 	if wrap != nil {
 		h = wrap(h)
