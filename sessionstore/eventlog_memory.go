@@ -66,6 +66,7 @@ type MemoryEventLogOptions struct {
 // drops its own.
 type MemoryEventLog struct {
 	now      func() time.Time
+	base     time.Time // what memoryLog's times are offsets from (at)
 	opts     EventLogOptions
 	maxTotal int
 
@@ -89,9 +90,14 @@ type memoryLog struct {
 	// order has an entry per event in the order stored, for dropping the
 	// session's oldest whatever its stream. An event its stream dropped
 	// keeps its entry until it reaches the front or order is compacted.
-	order   fifo[orderEntry]
-	expires time.Time
-	due     time.Time // the earliest time in due for this log (zero: none)
+	order fifo[orderEntry]
+	// expires, and due (the earliest time in the log's due heap for this
+	// log, when queued) are offsets from the log's base (MemoryEventLog.at),
+	// 8 bytes each where a time.Time takes 24: every session with a
+	// resumable stream has a memoryLog.
+	expires time.Duration
+	due     time.Duration
+	queued  bool
 }
 
 type orderEntry struct {
@@ -127,6 +133,7 @@ func NewMemoryEventLog(opts MemoryEventLogOptions) *MemoryEventLog {
 	}
 	return &MemoryEventLog{
 		now:      opts.Now,
+		base:     opts.Now(),
 		opts:     opts.EventLogOptions.WithDefaults(),
 		maxTotal: opts.MaxTotalBytes,
 		sessions: make(map[string]*memoryLog),
@@ -198,10 +205,9 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	if lg.order.len() > 2*lg.events+shrinkAbove {
 		lg.order.keep(func(e orderEntry) bool { return e.s.holds(e.seq) })
 	}
-	lg.expires = now.Add(l.opts.TTL)
-	if lg.due.IsZero() {
-		lg.due = lg.expires
-		heap.Push(&l.due, due{at: lg.due, id: sessionID})
+	lg.expires = l.at(now) + l.opts.TTL
+	if !lg.queued {
+		l.queue(sessionID, lg)
 	}
 	return formatEventID(lg.gen, s.num, lg.seq), nil
 }
@@ -283,7 +289,7 @@ func (l *MemoryEventLog) Sweep() {
 // l.mu.
 func (l *MemoryEventLog) lookup(sessionID string, now time.Time) *memoryLog {
 	lg := l.sessions[sessionID]
-	if lg != nil && lapsed(now, lg.expires) {
+	if lg != nil && l.at(now) >= lg.expires {
 		l.dropLog(sessionID, lg)
 		return nil
 	}
@@ -303,27 +309,42 @@ func (l *MemoryEventLog) sweepLocked(now time.Time, budget int) {
 		budget--
 		d := heap.Pop(&l.due).(due)
 		lg, ok := l.sessions[d.id]
-		if !ok || !lg.due.Equal(d.at) {
+		if !ok || !l.queuedAt(lg, d) {
 			continue // purged, or a later log of the same session
 		}
-		lg.due = time.Time{}
-		if lapsed(now, lg.expires) {
+		lg.queued = false
+		if l.at(now) >= lg.expires {
 			l.dropLog(d.id, lg)
 			continue
 		}
-		lg.due = lg.expires // stored to since: due at its new expiry
-		heap.Push(&l.due, due{at: lg.due, id: d.id})
+		l.queue(d.id, lg) // stored to since: due at its new expiry
 	}
 	if l.due.Len() > 2*len(l.sessions)+shrinkAbove {
 		l.due.keep(func(d due) bool {
 			lg, ok := l.sessions[d.id]
-			return ok && lg.due.Equal(d.at)
+			return ok && l.queuedAt(lg, d)
 		})
 	}
 	if len(l.sessions) == 0 && l.peak > shrinkAbove {
 		l.sessions, l.peak = make(map[string]*memoryLog), 0 // Go maps never shrink
 	}
 	l.due.shrink()
+}
+
+// at is t as an offset from the log's base: monotonic when both readings
+// are (time.Time.Sub), so a wall clock's step moves no expiry.
+func (l *MemoryEventLog) at(t time.Time) time.Duration { return t.Sub(l.base) }
+
+// queue puts lg in the due heap at its expiry. Callers hold l.mu.
+func (l *MemoryEventLog) queue(sessionID string, lg *memoryLog) {
+	lg.due, lg.queued = lg.expires, true
+	heap.Push(&l.due, due{at: l.base.Add(lg.due), id: sessionID})
+}
+
+// queuedAt reports whether d is lg's entry in the due heap (not one left
+// by an earlier log of the same session). Callers hold l.mu.
+func (l *MemoryEventLog) queuedAt(lg *memoryLog, d due) bool {
+	return lg.queued && l.at(d.at) == lg.due
 }
 
 func unknownEvent(id string) error {

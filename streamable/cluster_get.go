@@ -9,9 +9,26 @@ import (
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
 
+// clusterGet is what a GET stream keeps with replicas only: its
+// subscriptions and what its handler keeps of the session's bus.
+type clusterGet struct {
+	bus  busState
+	subs streamSubs // the session's bus and the stream's own topic, from before the lease
+}
+
+// clusterBus is g's bus state with replicas, nil without. Every busState
+// method getLoop and endGet call takes a nil one for a store without
+// replicas: no channel ready, nothing to stop.
+func (g *getStream) clusterBus() *busState {
+	if g.cl == nil {
+		return nil
+	}
+	return &g.cl.bus
+}
+
 // busState is what a GET stream's handler keeps of the session's bus, with
 // replicas: the subscription's messages and a probe asked for by a GET on
-// another replica. Without replicas its channels are nil and never ready.
+// another replica.
 type busState struct {
 	msgs   <-chan []byte // the session's bus: replies, probes; closed when the session ends
 	stream <-chan []byte // the stream's topic: messages to write
@@ -41,7 +58,7 @@ func (b *busState) startRenew(h *Handler, g *getStream) {
 // lease to release. The caller has closed g, which cancels the renewal's
 // store calls.
 func (b *busState) stopRenew(g *getStream) {
-	if b.renew != nil {
+	if b != nil && b.renew != nil {
 		g.lease = b.renew.stop()
 	}
 }
@@ -51,11 +68,43 @@ func (b *busState) stopRenew(g *getStream) {
 // replicas travel through the store, so meanwhile a missing pong says
 // nothing about the client.
 func (b *busState) storeDown() bool {
-	return b.renew.storeDown()
+	return b != nil && b.renew.storeDown()
+}
+
+// endedInStore reports whether the session's bus said it ended in the
+// store (busClosed).
+func (b *busState) endedInStore() bool {
+	return b != nil && b.sessionEnded
+}
+
+// streamMessages is the stream topic's channel; nil (never ready) once it
+// closed, or without replicas.
+func (b *busState) streamMessages() <-chan []byte {
+	if b == nil {
+		return nil
+	}
+	return b.stream
+}
+
+// sessionMessages is the session bus's channel; nil without replicas.
+func (b *busState) sessionMessages() <-chan []byte {
+	if b == nil {
+		return nil
+	}
+	return b.msgs
+}
+
+// pongs is the probe's pong signal: nil without a probe waiting for one,
+// or without replicas.
+func (b *busState) pongs() <-chan struct{} {
+	if b == nil {
+		return nil
+	}
+	return b.pong
 }
 
 func (b *busState) probeTimer() <-chan time.Time {
-	if !b.probing {
+	if b == nil || !b.probing {
 		return nil
 	}
 	return b.timer.C

@@ -26,7 +26,7 @@ const forwardLinger = time.Second
 // (lingerTopic) once g's bus subscription is closed.
 func (h *Handler) freeSlot(g *getStream) (l lingering, ok bool) {
 	sess := g.sess
-	if g.subs.session != nil {
+	if g.cl != nil {
 		h.mu.Lock()
 		if ok = !h.shutting || sess.draining(); ok {
 			h.lingers.Add(1)

@@ -35,13 +35,13 @@ type getStream struct {
 
 	renewFailing bool // the last lease renewal failed (store outage)
 
-	// resumeFrom is the Last-Event-ID the stream resumes after (resume.go);
-	// empty for a fresh stream or without an event log.
-	resumeFrom string
-	replayed   map[string]bool // the carry-over's event ids, true once replayed (resume.go)
+	// resume is what a stream resuming after a Last-Event-ID keeps
+	// (resume.go); nil for a fresh stream or without an event log.
+	resume *getResume
 
-	bus  busState   // with replicas, the session's bus; only runGet uses it
-	subs streamSubs // with replicas: the session's bus and the stream's own topic, from before the lease
+	// cl is what the stream keeps with replicas (cluster_get.go); nil
+	// without them, which spares every idle stream its bytes.
+	cl *clusterGet
 }
 
 // serveGet serves a GET: a resume of a request's stream, or the session's
@@ -100,9 +100,13 @@ func (h *Handler) admitGetRequest(w http.ResponseWriter, r *http.Request) *getSt
 		h.writeFailure(w, f)
 		return nil
 	}
-	g.subs = subs
+	if subs.session != nil {
+		g.cl = &clusterGet{subs: subs}
+	}
 	if h.cfg.EventLog != nil {
-		g.resumeFrom = r.Header.Get("Last-Event-ID")
+		if from := r.Header.Get("Last-Event-ID"); from != "" {
+			g.resume = &getResume{from: from}
+		}
 	}
 	return g
 }

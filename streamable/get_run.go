@@ -29,7 +29,7 @@ func (h *Handler) runGet(g *getStream) {
 // session that ended on another replica.
 func (h *Handler) endGet(g *getStream) {
 	sess := g.sess
-	bus := &g.bus
+	bus := g.clusterBus()
 	g.close(errStreamClosed)
 	bus.stopRenew(g) // g.close cancelled its renewal; the lease it returns is released below
 	sess.calls.forgetPings(g)
@@ -44,12 +44,12 @@ func (h *Handler) endGet(g *getStream) {
 	// topic is read a moment longer, for what pumps that read the
 	// lease before its release send it (cluster_linger.go).
 	l, lingers := h.freeSlot(g)
-	if g.subs.session != nil {
-		g.subs.session.Close()
+	if g.cl != nil {
+		g.cl.subs.session.Close()
 		if lingers {
-			h.lingerTopic(sess, g.subs.stream, l)
+			h.lingerTopic(sess, g.cl.subs.stream, l)
 		} else {
-			h.closeTopic(sess, g.subs.stream) // Shutdown has begun
+			h.closeTopic(sess, g.cl.subs.stream) // Shutdown has begun
 		}
 	}
 	if h.shared {
@@ -67,7 +67,7 @@ func (h *Handler) endGet(g *getStream) {
 	}
 	// Once the stream is gone: a session that ended on another replica
 	// ends here too.
-	if bus.sessionEnded {
+	if bus.endedInStore() {
 		sess.terminate(context.Background(), errEndedElsewhere)
 	}
 }
@@ -82,18 +82,18 @@ func (h *Handler) endGet(g *getStream) {
 //go:noinline
 func (h *Handler) startGet(g *getStream) (notes, late chan mcp.JSONRPCNotification, reqs chan []byte, ok bool) {
 	sess := g.sess
-	bus := &g.bus // with replicas: the session's bus (cluster_get.go)
-	if g.subs.session != nil {
-		bus.msgs = g.subs.session.Messages()
-		bus.stream = g.subs.stream.Messages()
+	if g.cl != nil { // with replicas: the session's bus (cluster_get.go)
+		bus := &g.cl.bus
+		bus.msgs = g.cl.subs.session.Messages()
+		bus.stream = g.cl.subs.stream.Messages()
 		bus.startRenew(h, g)
 	}
 	// The stream's headers say no more than they must: each one costs
 	// every idle stream memory (here and in the client), and the client
 	// knows its session.
-	if g.resumeFrom != "" {
+	if g.resume != nil {
 		// Resuming: what the stream sent after the client's cursor first.
-		if stream, _, ok := splitEventID(g.resumeFrom); !ok || stream != getStreamID || !validEventID(g.resumeFrom) {
+		if stream, _, ok := splitEventID(g.resume.from); !ok || stream != getStreamID || !validEventID(g.resume.from) {
 			h.freshStream(g, "it is not an id this transport issues")
 			if err := h.openGet(g); err != nil {
 				if !g.begun() {
@@ -117,8 +117,8 @@ func (h *Handler) startGet(g *getStream) (notes, late chan mcp.JSONRPCNotificati
 		notes, reqs, late = q.notifications, q.requests, sess.lateQueue()
 	}
 	carry := sess.takeCarry()
-	if g.resumeFrom != "" {
-		carry = sess.resumeCarried(carry, g.replayed) // the replay sent what was recorded
+	if g.resume != nil {
+		carry = sess.resumeCarried(carry, g.resume.replayed) // the replay sent what was recorded
 	}
 	for i, c := range carry {
 		if !sess.calls.take(c.msg) {
@@ -143,7 +143,7 @@ func (h *Handler) startGet(g *getStream) (notes, late chan mcp.JSONRPCNotificati
 // other replicas forward to it, until the stream ends.
 func (h *Handler) getLoop(g *getStream, notes, late chan mcp.JSONRPCNotification, reqs chan []byte) {
 	sess := g.sess
-	bus := &g.bus
+	bus := g.clusterBus() // nil without replicas
 	for {
 		var msg []byte
 		attempts := 0     // how many streams already failed to write msg
@@ -202,7 +202,7 @@ func (h *Handler) getLoop(g *getStream, notes, late chan mcp.JSONRPCNotification
 			}
 			g.lease = l
 			continue
-		case m, ok := <-bus.stream:
+		case m, ok := <-bus.streamMessages():
 			// Addressed to this stream by a pump on another replica.
 			if !ok {
 				bus.stream = nil
@@ -212,7 +212,7 @@ func (h *Handler) getLoop(g *getStream, notes, late chan mcp.JSONRPCNotification
 			h.met.received()
 			c := decodeForwarded(m)
 			msg, attempts, forwardedID = c.msg, c.attempts, c.id
-		case m, ok := <-bus.msgs:
+		case m, ok := <-bus.sessionMessages():
 			if !ok {
 				h.busClosed(g, bus)
 				return
@@ -224,7 +224,7 @@ func (h *Handler) getLoop(g *getStream, notes, late chan mcp.JSONRPCNotification
 				}
 				continue
 			}
-		case <-bus.pong:
+		case <-bus.pongs():
 			h.answerProbe(g, bus)
 			continue
 		case <-bus.probeTimer():
@@ -234,7 +234,7 @@ func (h *Handler) getLoop(g *getStream, notes, late chan mcp.JSONRPCNotification
 			continue
 		}
 		id := forwardedID // recorded on the replica whose stream failed to write it
-		if id != "" && g.replayed[id] {
+		if id != "" && g.resume.sent(id) {
 			if sess.calls.take(msg) {
 				sess.calls.wrote(msg) // the replay has just sent it
 			}

@@ -98,9 +98,22 @@ func validEventID(id string) bool {
 	return id != "" && len(id) <= maxEventIDLen && !strings.ContainsAny(id, "\r\n")
 }
 
+// getResume is what a GET stream resuming after a Last-Event-ID keeps:
+// the id, and the ids of what it replayed or the session carried over for
+// it (true once replayed), so that a carried or forwarded copy is not
+// written again.
+type getResume struct {
+	from     string
+	replayed map[string]bool
+}
+
+// sent reports whether the resume replayed the event id; a nil r (a
+// fresh stream) replayed nothing.
+func (r *getResume) sent(id string) bool { return r != nil && r.replayed[id] }
+
 // openGet writes the opening of g: for a 2025-11-25 session a priming
 // event (an id and empty data) with the retry field, otherwise an SSE
-// comment. The priming id is resumeFrom when the stream resumes (the
+// comment. The priming id is the Last-Event-ID when the stream resumes (the
 // client's cursor, which a resume from it replays after), else a new
 // event of empty data recorded for it, so that a resume from it replays
 // everything the stream sends afterwards. A fresh stream whose carry-over
@@ -112,7 +125,10 @@ func (h *Handler) openGet(g *getStream) error {
 		return g.start()
 	}
 	retry := "retry: " + strconv.FormatInt(resumeRetry.Milliseconds(), 10) + "\n"
-	id := g.resumeFrom
+	id := ""
+	if g.resume != nil {
+		id = g.resume.from
+	}
 	if id == "" && g.sess.carryHeadRecorded() {
 		return g.startWith(retry + ": stream open\n\n")
 	}
@@ -125,15 +141,16 @@ func (h *Handler) openGet(g *getStream) error {
 	return g.startWith("id: " + id + "\n" + retry + "data: \n\n")
 }
 
-// replay opens g, which resumes its session's stream after g.resumeFrom,
+// replay opens g, which resumes its session's stream after g.resume.from,
 // and writes, in order and once each, what the stream sent after that id
 // (primings apart). It answers, instead of opening the stream, an id the
 // log does not hold for the session (400) or a log that fails before
 // anything was written (503); it reports whether the stream may go on.
 func (h *Handler) replay(g *getStream) bool {
-	g.replayed = g.sess.carriedIDs()
-	if g.replayed != nil {
-		g.replayed[g.resumeFrom] = true // the client has it
+	rs := g.resume
+	rs.replayed = g.sess.carriedIDs()
+	if rs.replayed != nil {
+		rs.replayed[rs.from] = true // the client has it
 	}
 	opened := false
 	open := func() error {
@@ -146,7 +163,7 @@ func (h *Handler) replay(g *getStream) bool {
 		}
 		return nil
 	}
-	_, from, _ := splitEventID(g.resumeFrom) // runGet checked it names the GET stream
+	_, from, _ := splitEventID(rs.from) // runGet checked it names the GET stream
 	// Read first, written once the log has said the id is the GET
 	// stream's: nothing of another stream may go on this one.
 	stream, evs, err := h.readAfter(g.ctx, g.sess, from)
@@ -166,10 +183,10 @@ func (h *Handler) replay(g *getStream) bool {
 				break
 			}
 			h.met.replayed(1)
-			if g.replayed == nil {
-				g.replayed = make(map[string]bool)
+			if rs.replayed == nil {
+				rs.replayed = make(map[string]bool)
 			}
-			g.replayed[id] = true // a carried or forwarded copy is not written again
+			rs.replayed[id] = true // a carried or forwarded copy is not written again
 		}
 	}
 	switch {
@@ -246,6 +263,5 @@ func (sess *session) carryHeadRecorded() bool {
 func (h *Handler) freshStream(g *getStream, why string) {
 	h.log.Warn("lifeline: a GET's Last-Event-ID cannot be resumed after; the stream opens afresh",
 		"session", logID(g.sess.id), "reason", why)
-	g.resumeFrom = ""
-	g.replayed = nil
+	g.resume = nil
 }
