@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -65,8 +66,13 @@ type MemoryEventLogOptions struct {
 // sessions whose events lapsed (those first due), and looking a session up
 // drops its own.
 type MemoryEventLog struct {
-	now      func() time.Time
-	base     time.Time // what memoryLog's times are offsets from (at)
+	now func() time.Time
+	// base is what memoryLog's times are offsets from (at): the clock's
+	// reading at the first StoreEvent (based), not at construction, so
+	// that an injected clock set after it (from its zero time, say) is
+	// not centuries from it.
+	base     time.Time
+	based    bool
 	opts     EventLogOptions
 	maxTotal int
 
@@ -133,7 +139,6 @@ func NewMemoryEventLog(opts MemoryEventLogOptions) *MemoryEventLog {
 	}
 	return &MemoryEventLog{
 		now:      opts.Now,
-		base:     opts.Now(),
 		opts:     opts.EventLogOptions.WithDefaults(),
 		maxTotal: opts.MaxTotalBytes,
 		sessions: make(map[string]*memoryLog),
@@ -158,6 +163,9 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	if !l.based {
+		l.base, l.based = now, true
+	}
 	l.sweepLocked(now, sweepBudget)
 	lg := l.lookup(sessionID, now)
 	cost := size + MemoryEventOverhead
@@ -205,7 +213,7 @@ func (l *MemoryEventLog) StoreEvent(_ context.Context, sessionID, streamID strin
 	if lg.order.len() > 2*lg.events+shrinkAbove {
 		lg.order.keep(func(e orderEntry) bool { return e.s.holds(e.seq) })
 	}
-	lg.expires = l.at(now) + l.opts.TTL
+	lg.expires = addSaturating(l.at(now), l.opts.TTL)
 	if !lg.queued {
 		l.queue(sessionID, lg)
 	}
@@ -334,6 +342,15 @@ func (l *MemoryEventLog) sweepLocked(now time.Time, budget int) {
 // at is t as an offset from the log's base: monotonic when both readings
 // are (time.Time.Sub), so a wall clock's step moves no expiry.
 func (l *MemoryEventLog) at(t time.Time) time.Duration { return t.Sub(l.base) }
+
+// addSaturating is a+b, b > 0, at most the longest Duration: a TTL meant
+// as "never" (math.MaxInt64) never wraps around to an expiry in the past.
+func addSaturating(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
 
 // queue puts lg in the due heap at its expiry. Callers hold l.mu.
 func (l *MemoryEventLog) queue(sessionID string, lg *memoryLog) {
