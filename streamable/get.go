@@ -28,12 +28,16 @@ type getStream struct {
 	wake chan struct{}
 	// done is closed once the handler has exited (gone); it is made only
 	// when someone waits for that (exited). Both are guarded by mu.
-	done    chan struct{}
-	gone    bool
-	lease   sessionstore.Lease
-	pingIDs []int64 // guarded by sess.calls.mu
-
-	renewFailing bool // the last lease renewal failed (store outage)
+	done         chan struct{}
+	gone         bool
+	renewFailing bool  // the last lease renewal failed (store outage)
+	pingNext     uint8 // the slot of pingIDs the next ping takes; guarded by sess.calls.mu
+	lease        sessionstore.Lease
+	// pingIDs are the ids of the stream's last pingsKeptPerStream pings,
+	// 0 in a slot not yet used (issued ids are > 0); guarded by
+	// sess.calls.mu. In the stream itself, not a slice, and found through
+	// callTable.pingers, not a map: every idle stream pings.
+	pingIDs [pingsKeptPerStream]int64
 
 	// resume is what a stream resuming after a Last-Event-ID keeps
 	// (resume.go); nil for a fresh stream or without an event log.

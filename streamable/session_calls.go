@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,10 +21,12 @@ const pingsKeptPerStream = 4
 // for one session and routes the client's responses to them. Ids are unique
 // within the session.
 type callTable struct {
-	mu      sync.Mutex
-	base    int64 // ids issued here are > base (cluster.go: callIDBase)
-	last    int64
-	pings   map[int64]*getStream
+	mu   sync.Mutex
+	base int64 // ids issued here are > base (cluster.go: callIDBase)
+	last int64
+	// pingers are the session's streams with pings outstanding (their
+	// pingIDs): the live GET stream and any still ending, one or two.
+	pingers []*getStream
 	waiting map[int64]chan callResult
 	failed  error
 
@@ -52,26 +55,36 @@ func (t *callTable) newPing(g *getStream) int64 {
 	defer t.mu.Unlock()
 	t.last++
 	id := t.last
-	if t.pings == nil {
-		t.pings = make(map[int64]*getStream)
+	if !slices.Contains(t.pingers, g) {
+		t.pingers = append(t.pingers, g)
 	}
-	t.pings[id] = g
-	g.pingIDs = append(g.pingIDs, id)
-	if len(g.pingIDs) > pingsKeptPerStream {
-		delete(t.pings, g.pingIDs[0])
-		g.pingIDs = g.pingIDs[1:]
-	}
+	g.pingIDs[g.pingNext] = id // forgets the stream's oldest ping
+	g.pingNext = (g.pingNext + 1) % pingsKeptPerStream
 	return id
+}
+
+// pingOwner returns the stream that sent the ping id, among each stream's
+// last pingsKeptPerStream, or nil. Callers hold t.mu.
+func (t *callTable) pingOwner(id int64) *getStream {
+	if id < 1 {
+		return nil // not an id issued here; 0 marks a free slot
+	}
+	for _, g := range t.pingers {
+		if slices.Contains(g.pingIDs[:], id) {
+			return g
+		}
+	}
+	return nil
 }
 
 // forgetPings drops every ping id of a stream that has ended.
 func (t *callTable) forgetPings(g *getStream) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, id := range g.pingIDs {
-		delete(t.pings, id)
+	if i := slices.Index(t.pingers, g); i >= 0 {
+		t.pingers = slices.Delete(t.pingers, i, i+1)
 	}
-	g.pingIDs = nil
+	g.pingIDs, g.pingNext = [pingsKeptPerStream]int64{}, 0
 }
 
 // newCall issues an id for a server-to-client request and the channel its
@@ -117,7 +130,7 @@ func (t *callTable) deliverIssued(rawID json.RawMessage, result, rpcErr json.Raw
 		return false
 	}
 	t.mu.Lock()
-	_, ping := t.pings[id]
+	ping := t.pingOwner(id) != nil
 	_, call := t.waiting[id]
 	t.mu.Unlock()
 	return (ping || call) && t.deliver(rawID, result, rpcErr)
@@ -135,7 +148,7 @@ func (t *callTable) deliver(rawID json.RawMessage, result, rpcErr json.RawMessag
 		t.mu.Unlock()
 		return false
 	}
-	g := t.pings[id]
+	g := t.pingOwner(id)
 	ch := t.waiting[id]
 	delete(t.waiting, id)
 	t.mu.Unlock()

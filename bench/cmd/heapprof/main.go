@@ -31,14 +31,16 @@ func main() {
 	n := flag.Int("n", 2000, "sessions, each with one GET stream")
 	before := flag.String("before", "/tmp/heap-sessions.prof", "the profile with the sessions only")
 	after := flag.String("after", "/tmp/heap-streams.prof", "the profile with the streams open")
+	heartbeat := flag.Duration("heartbeat", 20*time.Second, "the peers' heartbeat interval")
+	wait := flag.Duration("wait", 0, "how long the streams stay open before the second profile (heartbeats run meanwhile)")
 	flag.Parse()
-	if err := run(*peer, *n, *before, *after); err != nil {
+	if err := run(*peer, *n, *heartbeat, *wait, *before, *after); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(peer string, n int, before, after string) error {
-	p, err := bench.StartPeer(peer, bench.Options{Heartbeat: 20 * time.Second, WriteTimeout: 10 * time.Second})
+func run(peer string, n int, heartbeat, wait time.Duration, before, after string) error {
+	p, err := bench.StartPeer(peer, bench.Options{Heartbeat: heartbeat, WriteTimeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -75,6 +77,7 @@ func run(peer string, n int, before, after string) error {
 		}
 		bodies = append(bodies, resp)
 	}
+	time.Sleep(wait) // the streams idle, their heartbeats running
 	heap1, err := writeHeap(after)
 	if err != nil {
 		return err
