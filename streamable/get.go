@@ -28,8 +28,10 @@ type getStream struct {
 	wake chan struct{}
 	// done is closed once the handler has exited (gone); it is made only
 	// when someone waits for that (exited). Both are guarded by mu.
-	done         chan struct{}
-	gone         bool
+	done chan struct{}
+	gone bool
+	// Not guarded by mu (each says what guards it), next to gone to
+	// spare the struct its padding.
 	renewFailing bool  // the last lease renewal failed (store outage)
 	pingNext     uint8 // the slot of pingIDs the next ping takes; guarded by sess.calls.mu
 	lease        sessionstore.Lease

@@ -25,7 +25,8 @@ type callTable struct {
 	base int64 // ids issued here are > base (cluster.go: callIDBase)
 	last int64
 	// pingers are the session's streams with pings outstanding (their
-	// pingIDs): the live GET stream and any still ending, one or two.
+	// pingIDs): at most one, its live GET stream (a stream leaves as it
+	// ends, endGet's forgetPings, before the slot frees for the next).
 	pingers []*getStream
 	waiting map[int64]chan callResult
 	failed  error
