@@ -181,6 +181,10 @@ type Subscription interface {
 // that also writes the record's expiry and the index).
 type LivenessChecker interface {
 	// CheckLive returns nil for a live session, ErrTerminated for a
-	// terminated one and ErrNotFound for an unknown or expired id.
+	// terminated one and ErrNotFound for an unknown or expired id. An
+	// implementation may answer live from a short-lived memory of its own
+	// (redisstore: Options.LiveCacheWindow) only if no termination is
+	// missed for it: a CheckLive that begins after Terminate or Remove
+	// returned, on any Store sharing the session, reports the session gone.
 	CheckLive(ctx context.Context, id string) error
 }

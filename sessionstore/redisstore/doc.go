@@ -19,7 +19,8 @@
 // # Layout
 //
 // Under the prefix P: the record of session id is the hash P+"session:"+id
-// (fields v, ci, c, e, t, s, n; see scripts.go) with a PX expiry of the
+// (fields v, ci, c, e, t, s, n, u, and k and kw for the live cache; see
+// scripts.go) with a PX expiry of the
 // session's ttl, none without one; a terminated session's record stays as a
 // tombstone (s = "terminated") for its last ttl, or
 // sessionstore.TombstoneTTL. P+"sessions" is a sorted set of the ids of
@@ -71,6 +72,19 @@
 // session: the checks leave them alone, and they end only on Close or
 // with the Store. After an outage the channel is resubscribed like every
 // other; what was published meanwhile is lost for this Store.
+//
+// # The live cache
+//
+// CheckLive, which the transport calls for most requests, answers a
+// session Redis found live less than Options.LiveCacheWindow ago (10 ms by
+// default) from memory: a client calling again and again costs one round
+// trip per window, not one per request. The record remembers each such
+// window, and Terminate and Remove wait until no other Store's window for
+// the session is open before they return, so a DELETE on one replica is
+// still a 404 on every replica from the moment it is answered; that wait,
+// at most the window, is what the DELETE of a session another replica
+// served within the window costs. A window never outlasts the record's
+// expiry. See live_cache.go.
 //
 // # Failures
 //

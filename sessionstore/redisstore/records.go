@@ -105,33 +105,53 @@ func (s *Store) Touch(ctx context.Context, id string, ttl time.Duration) error {
 
 // Terminate implements sessionstore.Store. It returns once this Store's own
 // subscriptions to the session are closed, after the messages published
-// before the termination; other Stores close theirs when the broadcast
-// reaches them.
+// before the termination (other Stores close theirs when the broadcast
+// reaches them), and once no other Store answers the session live from
+// memory (live_cache.go): a CheckLive that begins after it, on any Store,
+// answers ErrTerminated.
 func (s *Store) Terminate(ctx context.Context, id string) error {
 	const op = "terminate a session"
-	st, _, err := s.status(ctx, op, s.scripts.terminate,
+	st, res, err := s.status(ctx, op, s.scripts.terminate,
 		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)},
-		id, s.channel(id), ms(sessionstore.TombstoneTTL), frameTerminate)
+		id, s.channel(id), ms(sessionstore.TombstoneTTL), frameTerminate, s.live.name)
+	s.live.forget(id) // whatever the answer: a lost one may have ended it
 	switch st {
 	case statusOK:
 		wctx, cancel := s.opCtx(ctx)
 		defer cancel()
 		s.bus.awaitEnd(wctx, s.channel(id))
+		s.awaitWindows(ctx, waitOf(res))
 		return nil
 	case statusTerminated:
 		// Idempotent; the broadcast went out with the first Terminate.
 		s.bus.end(s.channel(id))
+		s.awaitWindows(ctx, waitOf(res))
 		return nil
 	}
 	return s.gone(id, err)
 }
 
+// waitOf reads the wait Terminate's or Remove's script answered (0 from a
+// script without one).
+func waitOf(res []any) int64 {
+	if len(res) < 2 {
+		return 0
+	}
+	ms, _ := res[1].(int64)
+	return ms
+}
+
 // Remove implements sessionstore.Store. Like Terminate, it returns once
-// this Store's own subscriptions to the session are closed.
+// this Store's own subscriptions to the session are closed and no other
+// Store answers it live from memory.
 func (s *Store) Remove(ctx context.Context, id string) error {
-	_, _, err := s.status(ctx, "remove a session", s.scripts.remove,
-		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)}, id, s.channel(id), frameTerminate)
+	st, res, err := s.status(ctx, "remove a session", s.scripts.remove,
+		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)}, id, s.channel(id), frameTerminate, s.live.name)
+	s.live.forget(id)
 	s.bus.end(s.channel(id))
+	if st == statusOK {
+		s.awaitWindows(ctx, waitOf(res))
+	}
 	return err
 }
 

@@ -4,32 +4,46 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// CheckLive implements sessionstore.LivenessChecker: one HGET of the
-// record's state, no write (through a one-line script where the client may
+// CheckLive implements sessionstore.LivenessChecker: one round trip that
+// reads the record's state and writes no expiry. With a LiveCacheWindow
+// (live_cache.go), a session Redis answered live for less than the window
+// ago is answered from memory, and the round trip is a script that also
+// marks the record with the window, which Terminate waits out; without
+// one, it is one HGET (through a one-line script where the client may
 // route a read to a replica, which could lag the primary: a DELETE must be
 // seen at once). Calls made at once share round trips: up to maxLiveChecks
 // go out on their own; while that many are in flight, the calls that come
 // meanwhile wait together and go out as one pipeline (at most maxLiveBatch
 // of them) once one of those returns, so that under load a check costs a
 // fraction of a round trip's system calls, and alone it costs one round
-// trip, as before. Each answer is as fresh as a call of its own: its HGET
+// trip, as before. Each answer is as fresh as a call of its own: its check
 // runs after the call began. Every caller returns when its own context
 // ends; a batch runs on a goroutine of its own, within OpTimeout.
 func (s *Store) CheckLive(ctx context.Context, id string) error {
 	const op = "check a session"
+	var sent time.Duration
+	var seq uint64
+	if s.live.window > 0 {
+		sent = s.live.now()
+		if s.live.live(id, sent) {
+			return nil
+		}
+		seq = s.live.begin()
+	}
 	if s.checks.tryAlone() {
 		defer s.checks.doneAlone()
 		octx, cancel := s.opCtx(ctx)
 		defer cancel()
-		st, err := s.stateCmd(octx, s.client, id).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
+		st, ttl, err := s.checkCmd(octx, s.client, id).result()
+		if err != nil {
 			return fail(ctx, op, err)
 		}
-		return s.lookupErr(op, id, st)
+		return s.checked(op, id, st, seq, sent, ttl)
 	}
 	b, i, leader := s.checks.join(id)
 	if leader && !s.checks.startBatch(func() { s.runLiveBatch(b) }) {
@@ -43,7 +57,17 @@ func (s *Store) CheckLive(ctx context.Context, id string) error {
 	if err := b.errs[i]; err != nil {
 		return fail(ctx, op, err)
 	}
-	return s.lookupErr(op, id, b.states[i])
+	return s.checked(op, id, b.states[i], seq, sent, b.ttls[i])
+}
+
+// checked answers a check of id that Redis answered with state (and, with
+// the cache, the record's remaining ttl), keeping a live answer in the
+// cache.
+func (s *Store) checked(op, id, state string, seq uint64, sent, ttl time.Duration) error {
+	if state == stateLive && s.live.window > 0 {
+		s.live.keep(id, seq, sent, ttl)
+	}
+	return s.lookupErr(op, id, state)
 }
 
 // maxLiveChecks bounds the round trips CheckLive has in flight on its
@@ -91,6 +115,7 @@ func newLiveChecks() liveChecks { return liveChecks{slots: make(chan struct{}, m
 type liveBatch struct {
 	ids    []string
 	states []string
+	ttls   []time.Duration
 	errs   []error
 	done   chan struct{}
 }
@@ -143,18 +168,18 @@ func (s *Store) runLiveBatch(b *liveBatch) {
 	}
 	s.closeBatch(b)
 	pipe := s.client.Pipeline()
-	cmds := make([]stringResult, len(b.ids))
+	cmds := make([]checkResult, len(b.ids))
 	for i, id := range b.ids {
-		cmds[i] = s.stateCmd(octx, pipe, id)
+		cmds[i] = s.checkCmd(octx, pipe, id)
 	}
 	_, _ = pipe.Exec(octx) // each command's own error is read below
-	b.states, b.errs = make([]string, len(b.ids)), make([]error, len(b.ids))
+	b.states, b.ttls, b.errs = make([]string, len(b.ids)), make([]time.Duration, len(b.ids)), make([]error, len(b.ids))
 	for i, cmd := range cmds {
-		st, err := cmd.Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			b.errs[i] = err
+		st, ttl, err := cmd.result()
+		if isNoScript(err) { // Redis lost its scripts (a restart): Run loads it again
+			st, ttl, err = s.checkCmd(octx, s.client, b.ids[i]).result()
 		}
-		b.states[i] = st
+		b.states[i], b.ttls[i], b.errs[i] = st, ttl, err
 	}
 }
 
@@ -167,26 +192,77 @@ func (s *Store) closeBatch(b *liveBatch) {
 	s.checks.mu.Unlock()
 }
 
-// stringResult is a command's string answer, a plain one's or a script's.
-type stringResult interface{ Result() (string, error) }
+// checkResult is a check's answer: the record's state ("" for none) and,
+// from the cache's script, its remaining ttl (0 for none or not asked).
+type checkResult interface {
+	result() (state string, ttl time.Duration, err error)
+}
 
-// stateCmd queues (on a pipeline) or sends the read of id's state: an
-// HGET, or, where the client may read from a replica, the same through a
-// script, which goes to the primary.
-func (s *Store) stateCmd(ctx context.Context, c redis.Cmdable, id string) stringResult {
-	if s.checkOnPrimary {
-		return stringOf{c.Eval(ctx, luaState, []string{s.keyRecord(id)})}
+// checkCmd queues (on a pipeline) or sends the check of id: with the cache,
+// its script (luaCheck, which goes to the primary since it writes); else
+// an HGET of the state, or, where the client may read from a replica, the
+// same through a script, which goes to the primary. A script sent to the
+// client runs with EVALSHA and falls back to EVAL; on a pipeline it is
+// EVALSHA alone (the caller resends one that failed with NOSCRIPT).
+func (s *Store) checkCmd(ctx context.Context, c redis.Cmdable, id string) checkResult {
+	switch keys := []string{s.keyRecord(id)}; {
+	case s.live.window > 0:
+		args := []any{s.live.name, ms(s.live.window)}
+		if _, ok := c.(redis.Pipeliner); ok {
+			return checkOf{c.EvalSha(ctx, s.scripts.check.Hash(), keys, args...)}
+		}
+		return checkOf{s.scripts.check.Run(ctx, c, keys, args...)}
+	case s.checkOnPrimary:
+		return stateOf{c.Eval(ctx, luaState, keys)}
+	default:
+		return hgetOf{c.HGet(ctx, keys[0], "s")}
 	}
-	return c.HGet(ctx, s.keyRecord(id), "s")
 }
 
 // luaState answers a record's state field (nil when there is none).
 const luaState = `return redis.call('HGET', KEYS[1], 's')`
 
-// stringOf reads a script's answer as a string (redis.Nil for none).
-type stringOf struct{ cmd *redis.Cmd }
+// hgetOf reads an HGET of the state.
+type hgetOf struct{ cmd *redis.StringCmd }
 
-func (r stringOf) Result() (string, error) { return r.cmd.Text() }
+func (r hgetOf) result() (string, time.Duration, error) { return orNil(r.cmd.Result()) }
+
+// stateOf reads luaState's answer.
+type stateOf struct{ cmd *redis.Cmd }
+
+func (r stateOf) result() (string, time.Duration, error) { return orNil(r.cmd.Text()) }
+
+// orNil reads redis.Nil (no record) as the state "".
+func orNil(st string, err error) (string, time.Duration, error) {
+	if errors.Is(err, redis.Nil) {
+		return "", 0, nil
+	}
+	return st, 0, err
+}
+
+// checkOf reads luaCheck's answer: {state, pttl ms}.
+type checkOf struct{ cmd *redis.Cmd }
+
+func (r checkOf) result() (string, time.Duration, error) {
+	const op = "check a session"
+	res, err := r.cmd.Slice()
+	if err != nil {
+		return "", 0, err
+	}
+	st, err := field[string](op, res, 0)
+	if err != nil {
+		return "", 0, err
+	}
+	pttl, err := field[int64](op, res, 1)
+	if err != nil {
+		return "", 0, err
+	}
+	return st, time.Duration(max(pttl, 0)) * time.Millisecond, nil
+}
+
+// isNoScript reports whether err is Redis's answer to an EVALSHA of a
+// script it does not have.
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // readsReplicas reports whether client may route a read-only command to a
 // replica: a cluster client told to read from replicas (ReadOnly,

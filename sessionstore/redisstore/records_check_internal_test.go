@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -64,5 +65,74 @@ func TestCheckLiveThroughTheScript(t *testing.T) {
 		if (w == nil && err != nil) || (w != nil && !errors.Is(err, w)) {
 			t.Fatalf("call %d, %s: %v, want %v", i, ids[i%len(ids)], err, w)
 		}
+	}
+}
+
+// A batch that goes out after Redis lost its scripts (a restart, SCRIPT
+// FLUSH) resends each check that failed with NOSCRIPT: every answer is the
+// session's.
+func TestLiveBatchAfterAScriptFlush(t *testing.T) {
+	rs := testutil.StartRedisServer(t)
+	c := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer c.Close()
+	s := New(c, Options{Prefix: "flush:"})
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.Create(ctx, sessionstore.Record{ID: "live"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := &liveBatch{ids: []string{"live", "unknown"}, done: make(chan struct{})}
+	s.runLiveBatch(b)
+	for i, want := range []string{stateLive, ""} {
+		if b.errs[i] != nil || b.states[i] != want {
+			t.Fatalf("check %d (%s): state %q, err %v; want %q", i, b.ids[i], b.states[i], b.errs[i], want)
+		}
+	}
+	if b.ttls[0] <= 0 || b.ttls[0] > time.Minute {
+		t.Fatalf("the live record's ttl: %v, want within a minute", b.ttls[0])
+	}
+}
+
+// An answer in flight while the session was forgotten (this Store's own
+// Terminate) is not kept: only answers begun after it are.
+func TestLiveCacheDropsAnswersAForgetOvertook(t *testing.T) {
+	c := newLiveCache(time.Hour)
+	seq := c.begin()
+	sent := c.now()
+	c.forget("s")
+	c.keep("s", seq, sent, 0)
+	if c.live("s", c.now()) {
+		t.Fatal("an answer begun before forget was kept")
+	}
+	seq = c.begin()
+	c.keep("s", seq, c.now(), 0)
+	if !c.live("s", c.now()) {
+		t.Fatal("an answer begun after forget was not kept")
+	}
+	c.keep("t", c.begin(), c.now(), time.Nanosecond)
+	if c.live("t", c.now()+time.Millisecond) {
+		t.Fatal("a window outlasted the record's ttl")
+	}
+}
+
+// The cache holds at most maxLiveCached sessions; windows that closed make
+// room again.
+func TestLiveCacheIsBounded(t *testing.T) {
+	c := newLiveCache(time.Hour)
+	now := c.now()
+	for i := range maxLiveCached + 10 {
+		c.keep(strconv.Itoa(i), c.begin(), now, 0)
+	}
+	if n := len(c.until); n != maxLiveCached {
+		t.Fatalf("%d sessions kept, want the bound %d", n, maxLiveCached)
+	}
+	c.window = time.Nanosecond // every window kept from now on closes at once
+	c.base = c.base.Add(-2 * time.Hour)
+	c.keep("new", c.begin(), c.now(), 0)
+	if n := len(c.until); n != 1 {
+		t.Fatalf("after every window closed, %d sessions kept, want 1", n)
 	}
 }

@@ -11,8 +11,11 @@ import "github.com/redis/go-redis/v9"
 // NOTFOUND, TERMINATED, EXISTS, HELD or LOST. A record's hash has the fields
 // v (protocol version), ci (client info), c (created, Unix ns), e (expires,
 // ms, 0 for never), t (its last ttl in ms, 0 for none), s (live or
-// terminated), n (the nonce of the Create that made it) and u (the caller
-// it is bound to; absent, in records written before it existed, for none).
+// terminated), n (the nonce of the Create that made it), u (the caller
+// it is bound to; absent, in records written before it existed, for none),
+// and, once a Store with a LiveCacheWindow found it live, k (until when, in
+// ms, some Store may answer it live from memory) and kw (that Store's name,
+// or "*" for several); see live_cache.go.
 
 // luaPrelude holds the helpers every script may use. ARGV[1] of the scripts
 // that prune is the key prefix, from which they build the keys of the ids
@@ -41,6 +44,13 @@ local function prune(idx, prefix, now)
     end
   end
   return dropped
+end
+-- windows answers how many ms remain of the window in which a Store other
+-- than who may answer rec live from memory (live_cache.go), 0 for none.
+local function windows(rec, who, now)
+  local k = tonumber(redis.call('HGET', rec, 'k') or '0')
+  if k > now and redis.call('HGET', rec, 'kw') ~= who then return k - now end
+  return 0
 end
 -- state answers nil for a live record, else the status to return.
 local function state(rec)
@@ -105,33 +115,61 @@ return {'OK'}
 `
 
 // KEYS: record, index, lease. ARGV: id, channel, tombstone ttl ms (for a
-// record without one), termination frame. The record becomes a tombstone
-// for its last ttl; the frame is published in the same atomic step, after
-// every message published before it.
+// record without one), termination frame, the Store's name. The record
+// becomes a tombstone for its last ttl; the frame is published in the same
+// atomic step, after every message published before it. The second value
+// answered (with OK or TERMINATED) is how many ms another Store may still
+// answer the session live from memory, which the caller waits out. The
+// tombstone keeps k and kw, so that a Terminate racing this one waits too.
 const luaTerminate = luaPrelude + `
-local st = state(KEYS[1])
-if st then return {st} end
+local s = redis.call('HGET', KEYS[1], 's')
+if not s then return {'NOTFOUND'} end
+local now = now_ms()
+local wait = windows(KEYS[1], ARGV[5], now)
+if s ~= 'live' then return {'TERMINATED', wait} end
 local ttl = tonumber(redis.call('HGET', KEYS[1], 't'))
 if ttl <= 0 then ttl = tonumber(ARGV[3]) end
-redis.call('HSET', KEYS[1], 's', 'terminated', 'e', now_ms() + ttl)
--- A tombstone keeps only what answers TERMINATED.
+redis.call('HSET', KEYS[1], 's', 'terminated', 'e', now + ttl)
+-- A tombstone keeps only what answers TERMINATED, and the windows.
 redis.call('HDEL', KEYS[1], 'v', 'ci', 'u')
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('DEL', KEYS[3])
 redis.call('PUBLISH', ARGV[2], ARGV[4])
-return {'OK'}
+return {'OK', wait}
 `
 
-// KEYS: record, index, lease. ARGV: id, channel, termination frame. The
-// record (or tombstone) goes without a trace; subscribers are told as on
-// Terminate, if there was one.
-const luaRemove = `
+// KEYS: record, index, lease. ARGV: id, channel, termination frame, the
+// Store's name. The record (or tombstone) goes without a trace;
+// subscribers are told as on Terminate, if there was one. The second value
+// answered is Terminate's wait.
+const luaRemove = luaPrelude + `
+local wait = windows(KEYS[1], ARGV[4], now_ms())
 local existed = redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('DEL', KEYS[3])
 if existed == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-return {'OK'}
+return {'OK', wait}
+`
+
+// KEYS: record. ARGV: the Store's name, its window in ms. Answers {state
+// (” for no record), pttl ms (-1 for none)}; a live record is marked with
+// the window (rounded up a millisecond, so that it ends no sooner than the
+// Store's, which starts before this runs), widened to another Store's
+// still open, when kw becomes "*".
+const luaCheck = luaPrelude + `
+local s = redis.call('HGET', KEYS[1], 's')
+if s ~= 'live' then return {s or '', 0} end
+local now = now_ms()
+local untilms = now + tonumber(ARGV[2]) + 1
+local who = ARGV[1]
+local k = tonumber(redis.call('HGET', KEYS[1], 'k') or '0')
+if k > now then
+  if redis.call('HGET', KEYS[1], 'kw') ~= who then who = '*' end
+  if k > untilms then untilms = k end
+end
+redis.call('HSET', KEYS[1], 'k', untilms, 'kw', who)
+return {s, redis.call('PTTL', KEYS[1])}
 `
 
 // KEYS: index. ARGV: prefix. Live sessions are those whose expiry is not
@@ -212,7 +250,7 @@ type scripts struct {
 	create, update, touch, terminate, count *redis.Script
 	remove                                  *redis.Script
 	acquire, renew, release, holder         *redis.Script
-	publish                                 *redis.Script
+	publish, check                          *redis.Script
 }
 
 func newScripts() scripts {
@@ -228,5 +266,6 @@ func newScripts() scripts {
 		release:   redis.NewScript(luaRelease),
 		holder:    redis.NewScript(luaHolder),
 		publish:   redis.NewScript(luaPublish),
+		check:     redis.NewScript(luaCheck),
 	}
 }

@@ -52,6 +52,16 @@ type Options struct {
 	// broadcast was missed while Redis was unreachable
 	// (DefaultCheckInterval when <= 0).
 	CheckInterval time.Duration
+	// LiveCacheWindow is how long a Store answers CheckLive for a session
+	// from memory after Redis answered live (DefaultLiveCacheWindow when
+	// 0; none, every CheckLive asking Redis, when negative; at most
+	// OpTimeout/2). No termination is missed for it: Terminate and Remove
+	// wait until no other Store's window for the session is open, so a
+	// CheckLive that begins after one returns answers ErrTerminated on
+	// every Store; that wait, up to the window, is what a DELETE costs
+	// when another replica served the session within it. See
+	// live_cache.go.
+	LiveCacheWindow time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -67,6 +77,13 @@ func (o Options) withDefaults() Options {
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = DefaultCheckInterval
 	}
+	switch {
+	case o.LiveCacheWindow == 0:
+		o.LiveCacheWindow = DefaultLiveCacheWindow
+	case o.LiveCacheWindow < 0:
+		o.LiveCacheWindow = 0
+	}
+	o.LiveCacheWindow = min(o.LiveCacheWindow, o.OpTimeout/2)
 	return o
 }
 
@@ -79,6 +96,7 @@ type Store struct {
 	scripts scripts
 	bus     *bus
 	checks  liveChecks // CheckLive's calls in flight and the batch forming (records_check.go)
+	live    *liveCache // CheckLive's answers kept for LiveCacheWindow (live_cache.go)
 	// checkOnPrimary: the client may read from replicas, so CheckLive
 	// reads through a script, which runs on the primary.
 	checkOnPrimary bool
@@ -97,7 +115,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 			"replicas sharing sessions use the same prefix, and nothing else on the Redis may")
 	}
 	opts = opts.withDefaults()
-	s := &Store{client: client, opts: opts, scripts: newScripts(), checks: newLiveChecks(), checkOnPrimary: readsReplicas(client)}
+	s := &Store{client: client, opts: opts, scripts: newScripts(), checks: newLiveChecks(), live: newLiveCache(opts.LiveCacheWindow), checkOnPrimary: readsReplicas(client)}
 	s.bus = newBus(client, busConfig{
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",

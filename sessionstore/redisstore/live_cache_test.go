@@ -1,0 +1,185 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+)
+
+// commandCounter is a go-redis hook counting the checks a client sends
+// (HGET, EVALSHA, EVAL: not the bus's commands), pipelined ones included.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *commandCounter) count(cmd redis.Cmder) {
+	switch cmd.Name() {
+	case "hget", "evalsha", "eval":
+		c.n.Add(1)
+	}
+}
+
+// countedStore is a Store on a client of its own whose commands are
+// counted.
+func (e *env) countedStore(t *testing.T, opts redisstore.Options) (*redisstore.Store, *commandCounter) {
+	t.Helper()
+	c := newClient(t, e.addr)
+	n := &commandCounter{}
+	c.AddHook(n)
+	if opts.Prefix == "" {
+		opts.Prefix = prefix
+	}
+	s := redisstore.New(c, opts)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, n
+}
+
+// Within its window a Store answers CheckLive from memory: a client's
+// requests in a row cost one round trip per window, not one each; with
+// the cache off (a negative window), one each.
+func TestLiveCacheAnswersFromMemoryWithinTheWindow(t *testing.T) {
+	e := newEnv(t)
+	const window = time.Second
+	s, sent := e.countedStore(t, redisstore.Options{LiveCacheWindow: window})
+	off, offSent := e.countedStore(t, redisstore.Options{LiveCacheWindow: -1})
+	mustCreate(t, s, "s", time.Minute)
+	const checks = 200
+	for _, st := range []struct {
+		s    *redisstore.Store
+		sent *commandCounter
+	}{{s, sent}, {off, offSent}} {
+		before := st.sent.n.Load()
+		start := time.Now()
+		for range checks {
+			wantErr(t, "CheckLive", st.s.CheckLive(t.Context(), "s"), nil)
+		}
+		elapsed := time.Since(start)
+		got := st.sent.n.Load() - before
+		if st.s == off {
+			if got != checks {
+				t.Fatalf("without the cache %d checks sent %d commands, want one each", checks, got)
+			}
+			continue
+		}
+		// One command per window that began (and one more for a Redis
+		// that lost its scripts: Run's EVAL after a NOSCRIPT).
+		if most := 2 * (1 + int64(elapsed/window)); got > most {
+			t.Fatalf("%d checks in %v sent %d commands, want at most %d (window %v)", checks, elapsed, got, most, window)
+		}
+	}
+}
+
+// After Terminate returns on one Store, a CheckLive on any other Store
+// answers ErrTerminated, even one that answered the session live from
+// memory an instant before; and on the terminating Store itself.
+func TestTerminateWaitsOutOtherStoresWindows(t *testing.T) {
+	e := newEnv(t)
+	const window = 300 * time.Millisecond
+	a := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	b := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	for i, end := range []func(context.Context, string) error{a.Terminate, a.Remove} {
+		id := fmt.Sprintf("s%d", i)
+		mustCreate(t, a, id, time.Minute)
+		wantErr(t, "CheckLive on A", a.CheckLive(t.Context(), id), nil)
+		wantErr(t, "CheckLive on B", b.CheckLive(t.Context(), id), nil)
+		wantErr(t, "end on A", end(t.Context(), id), nil)
+		for name, st := range map[string]*redisstore.Store{"A": a, "B": b} {
+			if err := st.CheckLive(t.Context(), id); err == nil {
+				t.Fatalf("%s (%d): CheckLive on %s answered live after the session ended", id, i, name)
+			} else if !errors.Is(err, sessionstore.ErrTerminated) && !errors.Is(err, sessionstore.ErrNotFound) {
+				t.Fatalf("%s: CheckLive on %s: %v", id, name, err)
+			}
+		}
+	}
+}
+
+// The window never outlasts the record: once Redis has expired a session,
+// the next CheckLive answers ErrNotFound, however long the window.
+func TestLiveCacheEndsWithTheRecordsExpiry(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{LiveCacheWindow: time.Second})
+	mustCreate(t, s, "short", 150*time.Millisecond)
+	wantErr(t, "CheckLive", s.CheckLive(t.Context(), "short"), nil)
+	holds(t, "Redis to expire the record", func() bool {
+		return e.raw.Exists(t.Context(), prefix+"session:short").Val() == 0
+	})
+	wantErr(t, "CheckLive after the expiry", s.CheckLive(t.Context(), "short"), sessionstore.ErrNotFound)
+}
+
+// Checks racing a Terminate: every CheckLive, on either Store, that began
+// after Terminate returned answers the termination, while checks run on
+// both Stores without pause (so that windows open on each as the session
+// ends). Each round ends another session.
+func TestNoCheckAfterTerminateAnswersLive(t *testing.T) {
+	e := newEnv(t)
+	const window = 20 * time.Millisecond
+	a := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	b := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	const rounds = 40
+	for r := range rounds {
+		id := fmt.Sprintf("race%d", r)
+		mustCreate(t, a, id, time.Minute)
+		var ended atomic.Bool
+		var violations atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, st := range []*redisstore.Store{a, b, b} {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					after := ended.Load()
+					if err := st.CheckLive(t.Context(), id); err == nil && after {
+						violations.Add(1)
+					}
+				}
+			})
+		}
+		// Let windows open on both before ending it.
+		holds(t, "checks to run", func() bool { return a.CheckLive(t.Context(), id) == nil && b.CheckLive(t.Context(), id) == nil })
+		end := a.Terminate
+		if r%2 == 1 {
+			end = b.Terminate
+		}
+		err := end(t.Context(), id)
+		ended.Store(true)
+		wantErr(t, "Terminate", err, nil)
+		// A few more checks after it.
+		holds(t, "checks after the termination", func() bool {
+			return errors.Is(a.CheckLive(t.Context(), id), sessionstore.ErrTerminated)
+		})
+		close(stop)
+		wg.Wait()
+		if n := violations.Load(); n > 0 {
+			t.Fatalf("round %d: %d checks begun after Terminate returned answered live", r, n)
+		}
+	}
+}
