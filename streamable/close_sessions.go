@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // errClosed ends the sessions CloseSessions closes.
@@ -25,23 +26,19 @@ var errClosed = errors.New("session closed by the server (CloseSessions)")
 // are interrupted. Sessions created while it runs are not closed.
 // It returns the store's errors and ctx's, joined.
 func (h *Handler) CloseSessions(ctx context.Context) error {
+	var closing []*session
+	for _, s := range h.snapshot() {
+		if !s.stateless && !s.modern && s.active() {
+			closing = append(closing, s)
+		}
+	}
 	var errs []error
+	if h.shared {
+		closing, errs = h.terminateInStore(ctx, closing)
+	}
 	var begun []*session
 	var exits []<-chan struct{}
-	for _, s := range h.snapshot() {
-		if s.stateless || s.modern || !s.active() {
-			continue
-		}
-		if h.shared {
-			if err := ctx.Err(); err != nil {
-				errs = append(errs, fmt.Errorf("lifeline: close sessions: %w", err))
-				break
-			}
-			if err := h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
-				errs = append(errs, fmt.Errorf("lifeline: close session %s: store terminate: %w", logID(s.id), err))
-				continue
-			}
-		}
+	for _, s := range closing {
 		s.life.Lock()
 		started, ex := s.beginTerminate(errClosed, false)
 		s.life.Unlock()
@@ -84,3 +81,56 @@ func (h *Handler) CloseSessions(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// closeConcurrency bounds the store terminations CloseSessions runs at
+// once: each can wait out another replica's live-cache window (redisstore,
+// up to its LiveCacheWindow), which one after the other would add up over
+// thousands of sessions.
+const closeConcurrency = 16
+
+// terminateInStore terminates the sessions' records, up to
+// closeConcurrency at once on goroutines it joins, and returns those it
+// terminated (or found gone) in their order, with the errors of the rest;
+// once ctx ends, no more are begun.
+func (h *Handler) terminateInStore(ctx context.Context, sessions []*session) ([]*session, []error) {
+	results := make([]error, len(sessions))
+	slots := make(chan struct{}, closeConcurrency)
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		if err := ctx.Err(); err != nil {
+			for j := i; j < len(sessions); j++ {
+				results[j] = errNotBegun
+			}
+			break
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if err := h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
+				results[i] = fmt.Errorf("lifeline: close session %s: store terminate: %w", logID(s.id), err)
+			}
+		})
+	}
+	wg.Wait()
+	var done []*session
+	var errs []error
+	notBegun := false
+	for i, err := range results {
+		switch {
+		case err == nil:
+			done = append(done, sessions[i])
+		case errors.Is(err, errNotBegun):
+			notBegun = true
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if notBegun {
+		errs = append(errs, fmt.Errorf("lifeline: close sessions: %w", ctx.Err()))
+	}
+	return done, errs
+}
+
+// errNotBegun marks a session CloseSessions did not get to before its
+// context ended.
+var errNotBegun = errors.New("not begun")

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"context"
 	"crypto/rand"
 	"sync"
 	"time"
@@ -28,11 +27,26 @@ import (
 //     an answer that was in flight during one of them is not kept.
 //   - A window never outlasts the record's expiry (PTTL): an expired
 //     session is never answered live.
+//   - Only a session checked on this Store within the last second (a
+//     "hot" one) is checked with the marking script; any other with a
+//     plain HGET, as with no cache, which costs Redis a tenth of the
+//     script: a client that calls once in a while is not charged for a
+//     window it would never use. A mark Redis refuses to write (maxmemory
+//     with noeviction) leaves the answer uncached, not failed.
 //
 // What the window costs: a DELETE on one replica of a session another
-// replica answered from memory in the last window takes up to the window
-// longer. Redis's clock must not step forward meanwhile, as its own PX
-// expiries assume.
+// replica answered from memory in the last window takes up to that window
+// longer. What it assumes:
+//
+//   - Every replica sharing the sessions runs a version that reads k
+//     (this one or later): one that does not never waits. Upgrade with
+//     LiveCacheWindow negative, then turn it on.
+//   - Redis's clock does not step forward, and no replica's monotonic
+//     clock stops (a suspended VM) within a window, as Redis's own PX
+//     expiries and every lease assume.
+//   - A failover of Redis can lose a k write that did not reach the new
+//     primary, as it can lose any write: a Terminate right after it may
+//     not wait out a window opened just before.
 
 // DefaultLiveCacheWindow is Options.LiveCacheWindow's default.
 const DefaultLiveCacheWindow = 10 * time.Millisecond
@@ -41,69 +55,81 @@ const DefaultLiveCacheWindow = 10 * time.Millisecond
 // CheckLive asks Redis for the others every time.
 const maxLiveCached = 1 << 16
 
-// liveSweepEvery is how often keep drops the windows that closed.
-const liveSweepEvery = time.Second
+// MaxLiveCacheWindow bounds Options.LiveCacheWindow, and so how long a
+// Terminate can wait.
+const MaxLiveCacheWindow = time.Second
+
+// liveHot is how long after a check a session's next one marks a window;
+// keep drops the entries older than that, once per liveHot.
+const liveHot = time.Second
 
 // liveCache is a Store's memory of live answers. Times are offsets from
 // base on the monotonic clock.
 type liveCache struct {
-	window time.Duration // 0: every CheckLive asks Redis
+	window time.Duration // 0: every CheckLive asks Redis, with HGET
 	name   string        // this Store, in the records' kw field
 	base   time.Time
 
 	mu      sync.Mutex
-	until   map[string]time.Duration // a session's window's end
-	seq     uint64                   // bumped by every forget
+	seen    map[string]liveEntry
+	seq     uint64 // bumped by every forget
 	sweptAt time.Duration
 }
 
+// liveEntry is what the cache knows of a session: when its last check
+// was sent, and when its window ends (0 for none).
+type liveEntry struct{ sent, until time.Duration }
+
 func newLiveCache(window time.Duration) *liveCache {
-	return &liveCache{window: window, name: rand.Text(), base: time.Now(), until: make(map[string]time.Duration)}
+	return &liveCache{window: window, name: rand.Text(), base: time.Now(), seen: make(map[string]liveEntry)}
 }
 
 // now is the cache's clock.
 func (c *liveCache) now() time.Duration { return time.Since(c.base) }
 
-// live reports whether id's window is open at now.
-func (c *liveCache) live(id string, now time.Duration) bool {
-	c.mu.Lock()
-	end, ok := c.until[id]
-	c.mu.Unlock()
-	return ok && now < end
-}
-
-// begin is called as a check is sent: keep takes what it returns.
-func (c *liveCache) begin() uint64 {
+// lookup reports whether id's window is open at now and, when it is not,
+// whether id is hot (its check should mark a window) and the sequence
+// number keep takes.
+func (c *liveCache) lookup(id string, now time.Duration) (open, hot bool, seq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.seq
+	e, ok := c.seen[id]
+	if ok && now < e.until {
+		return true, true, 0
+	}
+	return false, ok && now-e.sent < liveHot, c.seq
 }
 
-// keep remembers that id was live when the check begun at sent (whose
-// begin answered seq) was sent, for the window or, when it is shorter, the
-// record's remaining ttl (0 for none). An answer that a forget overtook is
-// not kept.
-func (c *liveCache) keep(id string, seq uint64, sent, ttl time.Duration) {
-	d := c.window
-	if ttl > 0 && ttl < d {
-		d = ttl
+// keep records a check of id sent at sent whose lookup answered seq: a
+// session Redis answered live (live) through a mark (marked) gets a
+// window from sent for the Store's window or, when it is shorter, the
+// record's remaining ttl (0 for none); every answer makes id hot. An
+// answer that a forget overtook is not kept.
+func (c *liveCache) keep(id string, seq uint64, sent, ttl time.Duration, live, marked bool) {
+	var until time.Duration
+	if live && marked {
+		d := c.window
+		if ttl > 0 && ttl < d {
+			d = ttl
+		}
+		until = sent + d
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq != c.seq {
 		return
 	}
-	// Full, it sweeps at most once a window: no window closes sooner.
-	if now := c.now(); now-c.sweptAt >= liveSweepEvery || len(c.until) >= maxLiveCached && now-c.sweptAt >= c.window {
+	if now := c.now(); now-c.sweptAt >= liveHot {
 		c.sweptAt = now
-		for k, end := range c.until {
-			if end <= now {
-				delete(c.until, k)
+		for k, e := range c.seen {
+			if now-e.sent >= liveHot && e.until <= now {
+				delete(c.seen, k)
 			}
 		}
 	}
-	if _, ok := c.until[id]; ok || len(c.until) < maxLiveCached {
-		c.until[id] = sent + d
+	// Full, it takes no new session until a sweep makes room.
+	if _, ok := c.seen[id]; ok || len(c.seen) < maxLiveCached {
+		c.seen[id] = liveEntry{sent: sent, until: until}
 	}
 }
 
@@ -111,23 +137,30 @@ func (c *liveCache) keep(id string, seq uint64, sent, ttl time.Duration) {
 func (c *liveCache) forget(id string) {
 	c.mu.Lock()
 	c.seq++
-	delete(c.until, id)
+	delete(c.seen, id)
 	c.mu.Unlock()
 }
 
-// awaitWindows waits the ms that Terminate's or Remove's script said
-// another Store's window stays open, within OpTimeout and ctx: past
-// either, it returns early (the session has ended in Redis; the other
-// Store's window closes by itself).
-func (s *Store) awaitWindows(ctx context.Context, ms int64) {
+// windowsEnd is when, on this Store's clock, the other Stores' windows
+// that Terminate's or Remove's script reported (ms from its run) have all
+// closed: ms from now, the script's answer having come after it ran. It
+// is bounded by MaxLiveCacheWindow, the most any Store's window can be.
+func (s *Store) windowsEnd(ms int64) time.Duration {
 	if ms <= 0 {
+		return 0
+	}
+	return s.live.now() + min(time.Duration(ms)*time.Millisecond, MaxLiveCacheWindow+time.Millisecond)
+}
+
+// awaitWindows waits until end (windowsEnd): whatever ctx, for the wait is
+// what makes every later CheckLive, anywhere, answer the termination, and
+// it is bounded by MaxLiveCacheWindow.
+func (s *Store) awaitWindows(end time.Duration) {
+	d := end - s.live.now()
+	if end == 0 || d <= 0 {
 		return
 	}
-	d := min(time.Duration(ms)*time.Millisecond, s.opts.OpTimeout)
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	<-t.C
 }

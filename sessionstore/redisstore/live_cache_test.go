@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
+	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
 // commandCounter is a go-redis hook counting the checks a client sends
@@ -86,9 +88,10 @@ func TestLiveCacheAnswersFromMemoryWithinTheWindow(t *testing.T) {
 			}
 			continue
 		}
-		// One command per window that began (and one more for a Redis
-		// that lost its scripts: Run's EVAL after a NOSCRIPT).
-		if most := 2 * (1 + int64(elapsed/window)); got > most {
+		// The first check, of a session not hot yet, is an HGET; then one
+		// command per window that began (and one more for a Redis that
+		// lost its scripts: Run's EVAL after a NOSCRIPT).
+		if most := 1 + 2*(1+int64(elapsed/window)); got > most {
 			t.Fatalf("%d checks in %v sent %d commands, want at most %d (window %v)", checks, elapsed, got, most, window)
 		}
 	}
@@ -182,4 +185,138 @@ func TestNoCheckAfterTerminateAnswersLive(t *testing.T) {
 			t.Fatalf("round %d: %d checks begun after Terminate returned answered live", r, n)
 		}
 	}
+}
+
+// checkTwice checks id on st twice: the second check, of a hot session,
+// opens a window.
+func checkTwice(t *testing.T, name string, st *redisstore.Store, id string) {
+	t.Helper()
+	for range 2 {
+		wantErr(t, "CheckLive on "+name, st.CheckLive(t.Context(), id), nil)
+	}
+}
+
+// wantEnded fails unless CheckLive on st says id is gone.
+func wantEnded(t *testing.T, name string, st *redisstore.Store, id string) {
+	t.Helper()
+	err := st.CheckLive(t.Context(), id)
+	if !errors.Is(err, sessionstore.ErrTerminated) && !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Fatalf("%s: CheckLive on %s after the session ended: %v, want it gone", id, name, err)
+	}
+}
+
+// Windows held by one Store alone: the terminating Store's own (which it
+// forgets, without waiting) and another's (which it waits out), through
+// Terminate and Remove.
+func TestEndingASessionClosesEachWindow(t *testing.T) {
+	e := newEnv(t)
+	const window = 300 * time.Millisecond
+	a := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	b := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	for _, tc := range []struct {
+		name    string
+		holder  *redisstore.Store
+		holderN string
+		end     func(context.Context, string) error
+	}{
+		{"own window, Terminate", a, "A", a.Terminate},
+		{"own window, Remove", a, "A", a.Remove},
+		{"other's window, Terminate", b, "B", a.Terminate},
+		{"other's window, Remove", b, "B", a.Remove},
+	} {
+		id := "w" + strings.ReplaceAll(tc.name, " ", "-")
+		mustCreate(t, a, id, time.Minute)
+		checkTwice(t, tc.holderN, tc.holder, id)
+		wantErr(t, tc.name, tc.end(t.Context(), id), nil)
+		wantEnded(t, tc.holderN+" ("+tc.name+")", tc.holder, id)
+	}
+}
+
+// A second Terminate, on a third Store, of a session whose first Terminate
+// is still waiting out another Store's window waits it out too: the
+// tombstone keeps the window.
+func TestRepeatedTerminateWaitsOutTheWindowToo(t *testing.T) {
+	e := newEnv(t)
+	const window = time.Second
+	a := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	b := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	c := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	mustCreate(t, a, "twice", time.Minute)
+	checkTwice(t, "B", b, "twice")
+	first := make(chan error, 1)
+	go func() { first <- a.Terminate(context.Background(), "twice") }()
+	holds(t, "the first Terminate to end the record", func() bool {
+		return e.raw.HGet(t.Context(), prefix+"session:twice", "s").Val() == "terminated"
+	})
+	wantErr(t, "the second Terminate", c.Terminate(t.Context(), "twice"), nil)
+	wantEnded(t, "B", b, "twice")
+	select {
+	case err := <-first:
+		wantErr(t, "the first Terminate", err, nil)
+	case <-time.After(wait):
+		t.Fatal("the first Terminate did not return")
+	}
+}
+
+// A Store's window never ends after the one its check wrote into the
+// record (k, in the server's ms), which is what Terminate waits out: the
+// mark is at least the window past the moment the check was sent, by
+// Redis's own clock.
+func TestTheMarkCoversTheStoresWindow(t *testing.T) {
+	e := newEnv(t)
+	const window = 10 * time.Millisecond
+	s := e.store(t, redisstore.Options{LiveCacheWindow: window})
+	mustCreate(t, s, "mark", time.Minute)
+	wantErr(t, "CheckLive", s.CheckLive(t.Context(), "mark"), nil) // hot now
+	for i := range 50 {
+		before, err := e.raw.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Past the last window, so that this check goes to Redis.
+		holds(t, "the window to close", func() bool {
+			now, err := e.raw.Time(t.Context()).Result()
+			return err == nil && now.Sub(before) > 2*window
+		})
+		sent, err := e.raw.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, "CheckLive", s.CheckLive(t.Context(), "mark"), nil)
+		k, err := e.raw.HGet(t.Context(), prefix+"session:mark", "k").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mark := time.UnixMilli(k); mark.Before(sent.Add(window)) {
+			t.Fatalf("check %d: the mark %v ends before the Store's window (sent %v + %v)", i, mark, sent, window)
+		}
+	}
+}
+
+// Redis out of memory (maxmemory with noeviction) refuses the mark: the
+// check still answers live, it is just not kept, and Terminate does not
+// wait for a window that was never opened.
+func TestChecksAnswerWhenRedisRefusesTheMark(t *testing.T) {
+	t.Parallel()
+	rs := testutil.StartRedisServer(t)
+	raw := newClient(t, rs.Addr())
+	s := redisstore.New(newClient(t, rs.Addr()), redisstore.Options{Prefix: prefix, LiveCacheWindow: time.Second})
+	t.Cleanup(func() { _ = s.Close() })
+	mustCreate(t, s, "oom", time.Minute)
+	wantErr(t, "CheckLive", s.CheckLive(t.Context(), "oom"), nil) // hot now
+	if err := raw.ConfigSet(t.Context(), "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "CheckLive with Redis out of memory", s.CheckLive(t.Context(), "oom"), nil)
+	if k := raw.HGet(t.Context(), prefix+"session:oom", "k").Val(); k != "" {
+		t.Fatalf("a mark was written out of memory: k = %q", k)
+	}
+	if err := raw.ConfigSet(t.Context(), "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "Terminate", s.Terminate(t.Context(), "oom"), nil)
+	wantEnded(t, "the Store", s, "oom")
 }

@@ -115,17 +115,18 @@ func (s *Store) Terminate(ctx context.Context, id string) error {
 		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)},
 		id, s.channel(id), ms(sessionstore.TombstoneTTL), frameTerminate, s.live.name)
 	s.live.forget(id) // whatever the answer: a lost one may have ended it
+	windows := s.windowsEnd(waitOf(res))
 	switch st {
 	case statusOK:
 		wctx, cancel := s.opCtx(ctx)
 		defer cancel()
 		s.bus.awaitEnd(wctx, s.channel(id))
-		s.awaitWindows(ctx, waitOf(res))
+		s.awaitWindows(windows)
 		return nil
 	case statusTerminated:
 		// Idempotent; the broadcast went out with the first Terminate.
 		s.bus.end(s.channel(id))
-		s.awaitWindows(ctx, waitOf(res))
+		s.awaitWindows(windows)
 		return nil
 	}
 	return s.gone(id, err)
@@ -148,9 +149,10 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 	st, res, err := s.status(ctx, "remove a session", s.scripts.remove,
 		[]string{s.keyRecord(id), s.keyIndex(), s.keyLease(id)}, id, s.channel(id), frameTerminate, s.live.name)
 	s.live.forget(id)
+	windows := s.windowsEnd(waitOf(res))
 	s.bus.end(s.channel(id))
 	if st == statusOK {
-		s.awaitWindows(ctx, waitOf(res))
+		s.awaitWindows(windows)
 	}
 	return err
 }

@@ -28,46 +28,39 @@ func (s *Store) CheckLive(ctx context.Context, id string) error {
 	const op = "check a session"
 	var sent time.Duration
 	var seq uint64
+	mark := false
 	if s.live.window > 0 {
 		sent = s.live.now()
-		if s.live.live(id, sent) {
+		var open bool
+		if open, mark, seq = s.live.lookup(id, sent); open {
 			return nil
 		}
-		seq = s.live.begin()
 	}
+	var ans checkAnswer
 	if s.checks.tryAlone() {
 		defer s.checks.doneAlone()
 		octx, cancel := s.opCtx(ctx)
-		defer cancel()
-		st, ttl, err := s.checkCmd(octx, s.client, id).result()
-		if err != nil {
-			return fail(ctx, op, err)
+		ans = s.checkCmd(octx, s.client, id, mark).answer()
+		cancel()
+	} else {
+		b, i, leader := s.checks.join(id, mark)
+		if leader && !s.checks.startBatch(func() { s.runLiveBatch(b) }) {
+			s.runLiveBatch(b) // the Store is closed: on this goroutine
 		}
-		return s.checked(op, id, st, seq, sent, ttl)
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return fail(ctx, op, context.Cause(ctx))
+		}
+		ans = b.answers[i]
 	}
-	b, i, leader := s.checks.join(id)
-	if leader && !s.checks.startBatch(func() { s.runLiveBatch(b) }) {
-		s.runLiveBatch(b) // the Store is closed: on this goroutine
+	if ans.err != nil {
+		return fail(ctx, op, ans.err)
 	}
-	select {
-	case <-b.done:
-	case <-ctx.Done():
-		return fail(ctx, op, context.Cause(ctx))
+	if s.live.window > 0 {
+		s.live.keep(id, seq, sent, ans.ttl, ans.state == stateLive, ans.marked)
 	}
-	if err := b.errs[i]; err != nil {
-		return fail(ctx, op, err)
-	}
-	return s.checked(op, id, b.states[i], seq, sent, b.ttls[i])
-}
-
-// checked answers a check of id that Redis answered with state (and, with
-// the cache, the record's remaining ttl), keeping a live answer in the
-// cache.
-func (s *Store) checked(op, id, state string, seq uint64, sent, ttl time.Duration) error {
-	if state == stateLive && s.live.window > 0 {
-		s.live.keep(id, seq, sent, ttl)
-	}
-	return s.lookupErr(op, id, state)
+	return s.lookupErr(op, id, ans.state)
 }
 
 // maxLiveChecks bounds the round trips CheckLive has in flight on its
@@ -113,11 +106,10 @@ func newLiveChecks() liveChecks { return liveChecks{slots: make(chan struct{}, m
 // liveBatch is checks that go out as one pipeline. states and errs are
 // written by its leader before done closes.
 type liveBatch struct {
-	ids    []string
-	states []string
-	ttls   []time.Duration
-	errs   []error
-	done   chan struct{}
+	ids     []string
+	marks   []bool // each check's mark (luaCheck) or not (HGET)
+	answers []checkAnswer
+	done    chan struct{}
 }
 
 // tryAlone takes a slot if one is free.
@@ -135,7 +127,7 @@ func (c *liveChecks) doneAlone() { <-c.slots }
 // join adds id to the batch forming (starting one, whose leader the caller
 // then is, when none is or the one forming is full) and returns it and
 // id's place in it.
-func (c *liveChecks) join(id string) (b *liveBatch, i int, leader bool) {
+func (c *liveChecks) join(id string, mark bool) (b *liveBatch, i int, leader bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forming == nil || len(c.forming.ids) == maxLiveBatch {
@@ -144,6 +136,7 @@ func (c *liveChecks) join(id string) (b *liveBatch, i int, leader bool) {
 	}
 	b = c.forming
 	b.ids = append(b.ids, id)
+	b.marks = append(b.marks, mark)
 	return b, len(b.ids) - 1, leader
 }
 
@@ -160,27 +153,50 @@ func (s *Store) runLiveBatch(b *liveBatch) {
 		defer s.checks.doneAlone()
 	case <-octx.Done():
 		s.closeBatch(b)
-		b.errs = make([]error, len(b.ids))
-		for i := range b.errs {
-			b.errs[i] = octx.Err()
+		b.answers = make([]checkAnswer, len(b.ids))
+		for i := range b.answers {
+			b.answers[i].err = octx.Err()
 		}
 		return
 	}
 	s.closeBatch(b)
-	pipe := s.client.Pipeline()
-	cmds := make([]checkResult, len(b.ids))
-	for i, id := range b.ids {
-		cmds[i] = s.checkCmd(octx, pipe, id)
-	}
-	_, _ = pipe.Exec(octx) // each command's own error is read below
-	b.states, b.ttls, b.errs = make([]string, len(b.ids)), make([]time.Duration, len(b.ids)), make([]error, len(b.ids))
-	for i, cmd := range cmds {
-		st, ttl, err := cmd.result()
-		if isNoScript(err) { // Redis lost its scripts (a restart): Run loads it again
-			st, ttl, err = s.checkCmd(octx, s.client, b.ids[i]).result()
+	b.answers = s.pipelineChecks(octx, b.ids, b.marks)
+	var lost []int // the checks Redis had lost the script for
+	for i, ans := range b.answers {
+		if isNoScript(ans.err) {
+			lost = append(lost, i)
 		}
-		b.states[i], b.ttls[i], b.errs[i] = st, ttl, err
 	}
+	if len(lost) == 0 {
+		return
+	}
+	// Redis lost its scripts (a restart): load it once and send those
+	// checks again, as one pipeline.
+	if err := s.scripts.check.Load(octx, s.client).Err(); err != nil {
+		return
+	}
+	ids, marks := make([]string, len(lost)), make([]bool, len(lost))
+	for j, i := range lost {
+		ids[j], marks[j] = b.ids[i], b.marks[i]
+	}
+	for j, ans := range s.pipelineChecks(octx, ids, marks) {
+		b.answers[lost[j]] = ans
+	}
+}
+
+// pipelineChecks sends the checks of ids as one pipeline and answers each.
+func (s *Store) pipelineChecks(ctx context.Context, ids []string, marks []bool) []checkAnswer {
+	pipe := s.client.Pipeline()
+	cmds := make([]checkResult, len(ids))
+	for i, id := range ids {
+		cmds[i] = s.checkCmd(ctx, pipe, id, marks[i])
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	answers := make([]checkAnswer, len(ids))
+	for i, cmd := range cmds {
+		answers[i] = cmd.answer()
+	}
+	return answers
 }
 
 // closeBatch ends b's forming: later checks start another.
@@ -192,21 +208,29 @@ func (s *Store) closeBatch(b *liveBatch) {
 	s.checks.mu.Unlock()
 }
 
-// checkResult is a check's answer: the record's state ("" for none) and,
-// from the cache's script, its remaining ttl (0 for none or not asked).
-type checkResult interface {
-	result() (state string, ttl time.Duration, err error)
+// checkAnswer is a check's answer: the record's state ("" for none) and,
+// from luaCheck, its remaining ttl (0 for none) and whether the window's
+// mark was written.
+type checkAnswer struct {
+	state  string
+	ttl    time.Duration
+	marked bool
+	err    error
 }
 
-// checkCmd queues (on a pipeline) or sends the check of id: with the cache,
-// its script (luaCheck, which goes to the primary since it writes); else
-// an HGET of the state, or, where the client may read from a replica, the
-// same through a script, which goes to the primary. A script sent to the
-// client runs with EVALSHA and falls back to EVAL; on a pipeline it is
-// EVALSHA alone (the caller resends one that failed with NOSCRIPT).
-func (s *Store) checkCmd(ctx context.Context, c redis.Cmdable, id string) checkResult {
+// checkResult is a check sent or queued.
+type checkResult interface{ answer() checkAnswer }
+
+// checkCmd queues (on a pipeline) or sends the check of id: to mark a
+// window (a hot session), luaCheck, which goes to the primary since it
+// writes; else an HGET of the state, or, where the client may read from a
+// replica, the same through a script, which goes to the primary. A script
+// sent to the client runs with EVALSHA and falls back to EVAL; on a
+// pipeline it is EVALSHA alone (runLiveBatch resends the checks that fail
+// with NOSCRIPT).
+func (s *Store) checkCmd(ctx context.Context, c redis.Cmdable, id string, mark bool) checkResult {
 	switch keys := []string{s.keyRecord(id)}; {
-	case s.live.window > 0:
+	case mark:
 		args := []any{s.live.name, ms(s.live.window)}
 		if _, ok := c.(redis.Pipeliner); ok {
 			return checkOf{c.EvalSha(ctx, s.scripts.check.Hash(), keys, args...)}
@@ -225,39 +249,43 @@ const luaState = `return redis.call('HGET', KEYS[1], 's')`
 // hgetOf reads an HGET of the state.
 type hgetOf struct{ cmd *redis.StringCmd }
 
-func (r hgetOf) result() (string, time.Duration, error) { return orNil(r.cmd.Result()) }
+func (r hgetOf) answer() checkAnswer { return orNil(r.cmd.Result()) }
 
 // stateOf reads luaState's answer.
 type stateOf struct{ cmd *redis.Cmd }
 
-func (r stateOf) result() (string, time.Duration, error) { return orNil(r.cmd.Text()) }
+func (r stateOf) answer() checkAnswer { return orNil(r.cmd.Text()) }
 
 // orNil reads redis.Nil (no record) as the state "".
-func orNil(st string, err error) (string, time.Duration, error) {
+func orNil(st string, err error) checkAnswer {
 	if errors.Is(err, redis.Nil) {
-		return "", 0, nil
+		return checkAnswer{}
 	}
-	return st, 0, err
+	return checkAnswer{state: st, err: err}
 }
 
-// checkOf reads luaCheck's answer: {state, pttl ms}.
+// checkOf reads luaCheck's answer: {state, pttl ms, 1 if marked else 0}.
 type checkOf struct{ cmd *redis.Cmd }
 
-func (r checkOf) result() (string, time.Duration, error) {
+func (r checkOf) answer() checkAnswer {
 	const op = "check a session"
 	res, err := r.cmd.Slice()
 	if err != nil {
-		return "", 0, err
+		return checkAnswer{err: err}
 	}
 	st, err := field[string](op, res, 0)
 	if err != nil {
-		return "", 0, err
+		return checkAnswer{err: err}
 	}
 	pttl, err := field[int64](op, res, 1)
 	if err != nil {
-		return "", 0, err
+		return checkAnswer{err: err}
 	}
-	return st, time.Duration(max(pttl, 0)) * time.Millisecond, nil
+	marked, err := field[int64](op, res, 2)
+	if err != nil {
+		return checkAnswer{err: err}
+	}
+	return checkAnswer{state: st, ttl: time.Duration(max(pttl, 0)) * time.Millisecond, marked: marked == 1}
 }
 
 // isNoScript reports whether err is Redis's answer to an EVALSHA of a

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,12 +35,18 @@ func TestReadsReplicas(t *testing.T) {
 }
 
 // Through its script (checkOnPrimary), CheckLive answers as through HGET,
-// alone and in batches.
+// alone and in batches, with the live cache and without.
 func TestCheckLiveThroughTheScript(t *testing.T) {
+	for _, window := range []time.Duration{0, -1} {
+		t.Run(fmt.Sprintf("window=%v", window), func(t *testing.T) { testCheckLiveThroughTheScript(t, window) })
+	}
+}
+
+func testCheckLiveThroughTheScript(t *testing.T, window time.Duration) {
 	rs := testutil.StartRedisServer(t)
 	c := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer c.Close()
-	s := New(c, Options{Prefix: "script:"})
+	s := New(c, Options{Prefix: "script:", LiveCacheWindow: window})
 	defer s.Close()
 	s.checkOnPrimary = true
 	ctx := t.Context()
@@ -69,8 +76,8 @@ func TestCheckLiveThroughTheScript(t *testing.T) {
 }
 
 // A batch that goes out after Redis lost its scripts (a restart, SCRIPT
-// FLUSH) resends each check that failed with NOSCRIPT: every answer is the
-// session's.
+// FLUSH) loads the script again and resends the checks that failed with
+// NOSCRIPT: every answer is the session's.
 func TestLiveBatchAfterAScriptFlush(t *testing.T) {
 	rs := testutil.StartRedisServer(t)
 	c := redis.NewClient(&redis.Options{Addr: rs.Addr()})
@@ -84,55 +91,71 @@ func TestLiveBatchAfterAScriptFlush(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	b := &liveBatch{ids: []string{"live", "unknown"}, done: make(chan struct{})}
+	b := &liveBatch{ids: []string{"live", "unknown", "live"}, marks: []bool{true, true, false}, done: make(chan struct{})}
 	s.runLiveBatch(b)
-	for i, want := range []string{stateLive, ""} {
-		if b.errs[i] != nil || b.states[i] != want {
-			t.Fatalf("check %d (%s): state %q, err %v; want %q", i, b.ids[i], b.states[i], b.errs[i], want)
+	for i, want := range []checkAnswer{{state: stateLive, marked: true}, {}, {state: stateLive}} {
+		got := b.answers[i]
+		if got.err != nil || got.state != want.state || got.marked != want.marked {
+			t.Fatalf("check %d (%s): %+v; want %+v", i, b.ids[i], got, want)
 		}
 	}
-	if b.ttls[0] <= 0 || b.ttls[0] > time.Minute {
-		t.Fatalf("the live record's ttl: %v, want within a minute", b.ttls[0])
+	if ttl := b.answers[0].ttl; ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("the live record's ttl: %v, want within a minute", ttl)
 	}
 }
 
 // An answer in flight while the session was forgotten (this Store's own
-// Terminate) is not kept: only answers begun after it are.
-func TestLiveCacheDropsAnswersAForgetOvertook(t *testing.T) {
+// Terminate) is not kept: only answers begun after it are. A window is
+// kept only for a marked live answer, and never outlasts the record.
+func TestLiveCacheKeepsOnlyWhatItMay(t *testing.T) {
 	c := newLiveCache(time.Hour)
-	seq := c.begin()
+	open := func(id string) bool { o, _, _ := c.lookup(id, c.now()); return o }
+	_, _, seq := c.lookup("s", c.now())
 	sent := c.now()
 	c.forget("s")
-	c.keep("s", seq, sent, 0)
-	if c.live("s", c.now()) {
+	c.keep("s", seq, sent, 0, true, true)
+	if open("s") {
 		t.Fatal("an answer begun before forget was kept")
 	}
-	seq = c.begin()
-	c.keep("s", seq, c.now(), 0)
-	if !c.live("s", c.now()) {
+	_, _, seq = c.lookup("s", c.now())
+	c.keep("s", seq, c.now(), 0, true, true)
+	if !open("s") {
 		t.Fatal("an answer begun after forget was not kept")
 	}
-	c.keep("t", c.begin(), c.now(), time.Nanosecond)
-	if c.live("t", c.now()+time.Millisecond) {
+	_, _, seq = c.lookup("t", c.now())
+	c.keep("t", seq, c.now(), time.Nanosecond, true, true)
+	if o, _, _ := c.lookup("t", c.now()+time.Millisecond); o {
 		t.Fatal("a window outlasted the record's ttl")
+	}
+	for _, tc := range []struct{ live, marked bool }{{true, false}, {false, true}} {
+		_, _, seq = c.lookup("u", c.now())
+		c.keep("u", seq, c.now(), 0, tc.live, tc.marked)
+		if open("u") {
+			t.Fatalf("live %v, marked %v: kept a window", tc.live, tc.marked)
+		}
+		if _, hot, _ := c.lookup("u", c.now()); !hot {
+			t.Fatalf("live %v, marked %v: a session just checked is not hot", tc.live, tc.marked)
+		}
+	}
+	if _, hot, _ := c.lookup("never", c.now()); hot {
+		t.Fatal("a session never checked is hot")
 	}
 }
 
-// The cache holds at most maxLiveCached sessions; windows that closed make
-// room again.
+// The cache holds at most maxLiveCached sessions; a sweep, once per
+// liveHot, drops those neither hot nor in a window.
 func TestLiveCacheIsBounded(t *testing.T) {
 	c := newLiveCache(time.Hour)
 	now := c.now()
 	for i := range maxLiveCached + 10 {
-		c.keep(strconv.Itoa(i), c.begin(), now, 0)
+		c.keep(strconv.Itoa(i), 0, now, 0, true, false)
 	}
-	if n := len(c.until); n != maxLiveCached {
+	if n := len(c.seen); n != maxLiveCached {
 		t.Fatalf("%d sessions kept, want the bound %d", n, maxLiveCached)
 	}
-	c.window = time.Nanosecond // every window kept from now on closes at once
-	c.base = c.base.Add(-2 * time.Hour)
-	c.keep("new", c.begin(), c.now(), 0)
-	if n := len(c.until); n != 1 {
-		t.Fatalf("after every window closed, %d sessions kept, want 1", n)
+	c.base = c.base.Add(-2 * liveHot) // every entry is now 2 liveHot old
+	c.keep("new", 0, c.now(), 0, true, false)
+	if n := len(c.seen); n != 1 {
+		t.Fatalf("after a sweep, %d sessions kept, want 1", n)
 	}
 }

@@ -268,8 +268,9 @@ func TestRemove(t *testing.T) {
 }
 
 // CheckLive answers what Touch would (live, terminated, unknown, expired)
-// and writes nothing: the record's expiry and its index entry stay.
-func TestCheckLiveWritesNothing(t *testing.T) {
+// and extends nothing: the record's expiry and its index entry stay (it
+// writes only the live cache's window, live_cache_test.go).
+func TestCheckLiveExtendsNothing(t *testing.T) {
 	e := newEnv(t)
 	s := e.store(t, redisstore.Options{})
 	mustCreate(t, s, "s", time.Minute)

@@ -153,13 +153,14 @@ return {'OK', wait}
 `
 
 // KEYS: record. ARGV: the Store's name, its window in ms. Answers {state
-// (” for no record), pttl ms (-1 for none)}; a live record is marked with
-// the window (rounded up a millisecond, so that it ends no sooner than the
-// Store's, which starts before this runs), widened to another Store's
-// still open, when kw becomes "*".
+// (empty for no record), pttl ms (-1 for none), 1 if marked}; a live
+// record is marked with the window (rounded up a millisecond, so that it
+// ends no sooner than the Store's, which starts before this runs), widened
+// to another Store's still open, when kw becomes "*". A mark Redis refuses
+// (out of memory) is answered 0, for the Store not to use the window.
 const luaCheck = luaPrelude + `
 local s = redis.call('HGET', KEYS[1], 's')
-if s ~= 'live' then return {s or '', 0} end
+if s ~= 'live' then return {s or '', 0, 0} end
 local now = now_ms()
 local untilms = now + tonumber(ARGV[2]) + 1
 local who = ARGV[1]
@@ -168,8 +169,9 @@ if k > now then
   if redis.call('HGET', KEYS[1], 'kw') ~= who then who = '*' end
   if k > untilms then untilms = k end
 end
-redis.call('HSET', KEYS[1], 'k', untilms, 'kw', who)
-return {s, redis.call('PTTL', KEYS[1])}
+local ok = redis.pcall('HSET', KEYS[1], 'k', untilms, 'kw', who)
+if type(ok) == 'table' and ok.err then return {s, 0, 0} end
+return {s, redis.call('PTTL', KEYS[1]), 1}
 `
 
 // KEYS: index. ARGV: prefix. Live sessions are those whose expiry is not

@@ -55,12 +55,13 @@ type Options struct {
 	// LiveCacheWindow is how long a Store answers CheckLive for a session
 	// from memory after Redis answered live (DefaultLiveCacheWindow when
 	// 0; none, every CheckLive asking Redis, when negative; at most
-	// OpTimeout/2). No termination is missed for it: Terminate and Remove
-	// wait until no other Store's window for the session is open, so a
-	// CheckLive that begins after one returns answers ErrTerminated on
-	// every Store; that wait, up to the window, is what a DELETE costs
-	// when another replica served the session within it. See
-	// live_cache.go.
+	// MaxLiveCacheWindow). No termination is missed for it: Terminate and
+	// Remove wait until no other Store's window for the session is open,
+	// so a CheckLive that begins after one returns answers ErrTerminated
+	// on every Store; that wait, up to the longest window of the replicas
+	// plus a millisecond, is what a DELETE costs when another replica
+	// served the session within it. Every replica must run a version that
+	// knows the windows before any turns them on (see live_cache.go).
 	LiveCacheWindow time.Duration
 }
 
@@ -83,7 +84,7 @@ func (o Options) withDefaults() Options {
 	case o.LiveCacheWindow < 0:
 		o.LiveCacheWindow = 0
 	}
-	o.LiveCacheWindow = min(o.LiveCacheWindow, o.OpTimeout/2)
+	o.LiveCacheWindow = min(o.LiveCacheWindow, MaxLiveCacheWindow)
 	return o
 }
 
