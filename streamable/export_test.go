@@ -21,3 +21,15 @@ func (w netHTTPStandIn) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (netHTTPStandIn) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return nil, nil, http.ErrNotSupported
 }
+
+// WatchListed reports how many requests h's requestWatch lists (those in
+// their first moments, not yet handed a timer and callback of their own).
+func WatchListed(h *Handler) int {
+	h.watch.mu.Lock()
+	defer h.watch.mu.Unlock()
+	n := 0
+	for p := h.watch.head; p != nil; p = p.watch.next {
+		n++
+	}
+	return n
+}

@@ -86,6 +86,7 @@ type Handler struct {
 	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
 	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)
 	writers          *writerPool               // request writers' goroutines (writer_pool.go)
+	watch            *requestWatch             // running requests' keep-alives and clients, in their first moments (request_watch.go)
 	handBacks        sync.WaitGroup            // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
 	lingers          sync.WaitGroup            // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq        atomic.Int64
@@ -133,6 +134,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		tracing:   newTracing(cfg),
 		met:       newMeters(cfg.MeterProvider),
 		writers:   newWriterPool(),
+		watch:     newRequestWatch(cfg.HeartbeatInterval),
 	}
 	h.store = meteredStore{inner: cfg.Store, m: h.met}
 	if h.shared {

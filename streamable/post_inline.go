@@ -57,12 +57,19 @@ func (h *Handler) runResumableInline(w http.ResponseWriter, r *http.Request, srv
 	if !ok {
 		return
 	}
-	stop := p.watchClient(r)
+	p.watchClientInline(r)
 	p.run(body, &env)
 	p.returned()
 	p.cancel(nil)
 	p.sess.endWork(p)
-	p.unwatchClient(stop)
+	p.h.watch.remove(p)
+	p.clientWatch.Wait() // a clientGone that runs already touches the response
+}
+
+// watchClientInline has run's requestWatch watch for r's client leaving,
+// as watchClient does with a callback of its own (request_watch.go).
+func (p *postStream) watchClientInline(r *http.Request) {
+	p.watch.client, p.watch.clientOwned = r.Context(), true
 }
 
 // takeConnection, on the writer goroutine, takes the connection of an

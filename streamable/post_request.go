@@ -78,13 +78,10 @@ func (p *postStream) prepare() {
 // read as handle says.
 func (p *postStream) run(body []byte, env *envelope) {
 	defer p.finish()
-	var keepalive *time.Timer
-	if p.h.cfg.HeartbeatInterval > 0 && streams(p.w) {
-		keepalive = time.AfterFunc(p.h.cfg.HeartbeatInterval, p.rs.onFirstUse) // one func value for both uses
-	}
+	p.h.watch.add(p, streams(p.w)) // the keep-alive (and the client, watchClientInline)
 	resp := p.h.handle(p.ctx, p.rs, p.id, body, env)
-	if keepalive != nil {
-		keepalive.Stop()
+	if !p.watch.clientOwned {
+		p.h.watch.remove(p)
 	}
 	p.stopWriter()
 	p.respond(resp)
@@ -126,6 +123,7 @@ type postStream struct {
 	signal         string       // its postSignals key
 	idOut          atomic.Bool
 	clientWatch    sync.WaitGroup // watchClient's clientGone, while it runs
+	watch          watchEntry     // its place in the Handler's requestWatch
 	releaseWake    chan struct{}  // a release is asked for (buffered); made with the writer (makeReleaseChannels)
 	released       chan struct{}  // closed by the writer once it let go of the response
 	releaseRefused chan struct{}  // the session's bound refused a let-go (buffered)

@@ -110,6 +110,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	if werr := h.writers.close(ctx); werr != nil && err == nil {
 		err = fmt.Errorf("lifeline: shutdown: request writers still running: %w", werr)
 	}
+	h.watch.close() // what it still lists gets timers and callbacks of its own
 	if h.sched != nil {
 		h.sched.Close()
 	}

@@ -1,0 +1,123 @@
+package streamable
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+// watchedRequest is a postStream as far as requestWatch uses one: its
+// keep-alive runs fired.
+func watchedRequest(fired chan<- struct{}) *postStream {
+	p := &postStream{}
+	p.rs = &p.ownSession
+	p.rs.onFirstUse = func() { fired <- struct{}{} }
+	return p
+}
+
+func (w *requestWatch) listed() (n int, running bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p := w.head; p != nil; p = p.watch.next {
+		n++
+	}
+	return n, w.running
+}
+
+// A request that outlives its keep-alive interval gets its keep-alive
+// once, whether the interval ends while the watch lists it (shorter than
+// a tick) or after it was handed a timer of its own; and not before the
+// interval has passed.
+func TestWatchKeepAliveFiresOnceAfterTheInterval(t *testing.T) {
+	for _, interval := range []time.Duration{3 * time.Millisecond, 3 * watchTick} {
+		w := newRequestWatch(interval)
+		fired := make(chan struct{}, 2)
+		p := watchedRequest(fired)
+		start := time.Now()
+		w.add(p, true)
+		select {
+		case <-fired:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("interval %v: no keep-alive", interval)
+		}
+		if since := time.Since(start); since < interval {
+			t.Fatalf("interval %v: the keep-alive came after %v", interval, since)
+		}
+		testutil.Eventually(t, 10*time.Second, "the request handed off", func() bool { n, _ := w.listed(); return n == 0 })
+		w.remove(p)
+		select {
+		case <-fired:
+			t.Fatalf("interval %v: a second keep-alive", interval)
+		default:
+		}
+		w.close()
+	}
+}
+
+// A request that answers in its first moments costs no timer, and its
+// keep-alive never comes; the watch's goroutine exits once nothing has
+// been listed for watchLinger, and the next request starts it again.
+func TestWatchGoroutineComesAndGoes(t *testing.T) {
+	w := newRequestWatch(time.Hour)
+	defer w.close()
+	fired := make(chan struct{}, 1)
+	p := watchedRequest(fired)
+	w.add(p, true)
+	if n, running := w.listed(); n != 1 || !running {
+		t.Fatalf("listed %d, running %v, want the request listed and the goroutine running", n, running)
+	}
+	w.remove(p)
+	if p.watch.timer != nil {
+		t.Fatal("a request that answered at once was given a timer")
+	}
+	testutil.Eventually(t, 10*time.Second, "the goroutine exits", func() bool { _, running := w.listed(); return !running })
+	w.wg.Wait() // it has returned, not only said so
+	q := watchedRequest(fired)
+	w.add(q, true)
+	if _, running := w.listed(); !running {
+		t.Fatal("the next request did not start the goroutine again")
+	}
+	w.remove(q)
+}
+
+// Closing the watch hands every listed request a timer of its own, so its
+// keep-alive still comes; a request added after the close is handed off
+// at once.
+func TestWatchCloseHandsOff(t *testing.T) {
+	w := newRequestWatch(50 * time.Millisecond)
+	fired := make(chan struct{}, 2)
+	p := watchedRequest(fired)
+	w.add(p, true)
+	w.close()
+	if n, running := w.listed(); n != 0 || running {
+		t.Fatalf("after close: listed %d, running %v", n, running)
+	}
+	q := watchedRequest(fired)
+	w.add(q, true)
+	if n, _ := w.listed(); n != 0 || q.watch.timer == nil {
+		t.Fatalf("added after close: listed %d, timer %v", n, q.watch.timer)
+	}
+	for range 2 {
+		select {
+		case <-fired:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a handed-off keep-alive never came")
+		}
+	}
+	w.remove(p)
+	w.remove(q)
+}
+
+// A request that is neither owed a keep-alive nor watched for its client
+// is not listed, and starts nothing.
+func TestWatchListsOnlyWhatItWatches(t *testing.T) {
+	w := newRequestWatch(0)
+	defer w.close()
+	p := watchedRequest(make(chan struct{}, 1))
+	w.add(p, true) // keep-alives off
+	if n, running := w.listed(); n != 0 || running {
+		t.Fatalf("listed %d, running %v, want nothing", n, running)
+	}
+	w.remove(p)
+}
