@@ -36,6 +36,9 @@ func (h *Handler) CloseSessions(ctx context.Context) error {
 	if h.shared {
 		closing, errs = h.terminateInStore(ctx, closing)
 	}
+	// Each session is ended here as closed, by this call or, for one whose
+	// end in the store a watch or stream saw first, by that (closingHere);
+	// all are waited for, and with replicas each one's events purged.
 	var begun []*session
 	var exits []<-chan struct{}
 	for _, s := range closing {
@@ -45,6 +48,8 @@ func (h *Handler) CloseSessions(ctx context.Context) error {
 		if started {
 			begun = append(begun, s)
 			exits = append(exits, ex...)
+		} else {
+			exits = append(exits, s.ended)
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, h.cfg.CleanupTimeout)
@@ -70,7 +75,12 @@ func (h *Handler) CloseSessions(ctx context.Context) error {
 		s.life.Lock()
 		s.finishTerminate(fctx, errClosed)
 		s.life.Unlock()
-		if h.shared && h.cfg.EventLog != nil {
+	}
+	if h.shared && h.cfg.EventLog != nil {
+		// Every record this call terminated: a session's local end, by
+		// whoever began it, leaves the log to the one that ended the
+		// record (session.finishTerminate).
+		for _, s := range closing {
 			if err := h.cfg.EventLog.PurgeSession(fctx, s.id); err != nil {
 				h.log.Warn("lifeline: purge the session's events", "session", logID(s.id), "err", err)
 			}
@@ -97,16 +107,20 @@ func (h *Handler) terminateInStore(ctx context.Context, sessions []*session) ([]
 	slots := make(chan struct{}, closeConcurrency)
 	var wg sync.WaitGroup
 	for i, s := range sessions {
-		if err := ctx.Err(); err != nil {
+		if !takeSlot(ctx, slots) {
 			for j := i; j < len(sessions); j++ {
 				results[j] = errNotBegun
 			}
 			break
 		}
-		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
+			// Before the store ends the record: this replica's watch
+			// and streams may see the end before this call ends the
+			// local copy.
+			s.closingHere.Store(true)
 			if err := h.cfg.Store.Terminate(ctx, s.id); err != nil && !isGone(err) {
+				s.closingHere.Store(false)
 				results[i] = fmt.Errorf("lifeline: close session %s: store terminate: %w", logID(s.id), err)
 			}
 		})
@@ -131,6 +145,30 @@ func (h *Handler) terminateInStore(ctx context.Context, sessions []*session) ([]
 	return done, errs
 }
 
+// takeSlot takes one of slots, waiting for one to be given back, unless
+// ctx ends first (or has ended).
+func takeSlot(ctx context.Context, slots chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // errNotBegun marks a session CloseSessions did not get to before its
 // context ended.
 var errNotBegun = errors.New("not begun")
+
+// endedInStoreCause is the cause with which a session whose end the
+// store reported ends here: errClosed when CloseSessions on this replica
+// is ending the record (closingHere), else errEndedElsewhere.
+func (s *session) endedInStoreCause() error {
+	if s.closingHere.Load() {
+		return errClosed
+	}
+	return errEndedElsewhere
+}

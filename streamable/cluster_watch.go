@@ -84,7 +84,7 @@ func (s *session) runWatch(done chan struct{}) {
 	close(done)
 	if ended {
 		s.h.log.Debug("lifeline: session ended on another replica; ending its requests here", "session", logID(s.id))
-		s.terminate(context.Background(), errEndedElsewhere)
+		s.terminate(context.Background(), s.endedInStoreCause())
 	}
 }
 

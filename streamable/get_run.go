@@ -68,7 +68,7 @@ func (h *Handler) endGet(g *getStream) {
 	// Once the stream is gone: a session that ended on another replica
 	// ends here too.
 	if bus.endedInStore() {
-		sess.terminate(context.Background(), errEndedElsewhere)
+		sess.terminate(context.Background(), sess.endedInStoreCause())
 	}
 }
 

@@ -91,6 +91,10 @@ type session struct {
 	// With replicas (cluster_watch.go): the goroutine watching the
 	// session's bus while it runs requests here.
 	watch watchState // guarded by mu
+	// With replicas: CloseSessions is terminating the session's record
+	// here (close_sessions.go), so a watch or stream that sees its end in
+	// the store ends the local copy as closed, not as ended elsewhere.
+	closingHere atomic.Bool
 
 	// What was taken off small, oldest first, until q is made. Guarded by mu.
 	held []mcp.JSONRPCNotification

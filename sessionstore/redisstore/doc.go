@@ -84,7 +84,8 @@
 // still a 404 on every replica from the moment it is answered; that wait,
 // at most the longest window of the replicas plus a millisecond, is what
 // the DELETE of a session another replica served within it costs. Only a
-// session checked on the Store within the last second opens a window (its
+// session checked on the Store within the last second (or twice the
+// window, if longer) opens a window (its
 // check is a script that writes the mark; any other check is a plain
 // HGET). A window never outlasts the record's expiry. Every replica must
 // run a version that knows the windows before any turns them on. See

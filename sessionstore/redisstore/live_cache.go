@@ -59,21 +59,28 @@ const maxLiveCached = 1 << 16
 // Terminate can wait.
 const MaxLiveCacheWindow = time.Second
 
-// liveHot is how long after a check a session's next one marks a window;
-// keep drops the entries older than that, once per liveHot.
-const liveHot = time.Second
+// liveHot is how long after a check a session's next one marks a window
+// (at least twice the window, so that the check after each window still
+// finds the session hot); the cache forgets a session about that long
+// after its last check.
+func liveHot(window time.Duration) time.Duration { return max(time.Second, 2*window) }
 
 // liveCache is a Store's memory of live answers. Times are offsets from
-// base on the monotonic clock.
+// base on the monotonic clock. Sessions are kept in two generations: cur,
+// those answered since the last turn, and prev, those answered in the
+// generation before; every hot period prev is dropped whole and cur
+// becomes it, so forgetting the sessions not checked lately costs no scan.
 type liveCache struct {
 	window time.Duration // 0: every CheckLive asks Redis, with HGET
+	hot    time.Duration // liveHot(window)
 	name   string        // this Store, in the records' kw field
 	base   time.Time
 
-	mu      sync.Mutex
-	seen    map[string]liveEntry
-	seq     uint64 // bumped by every forget
-	sweptAt time.Duration
+	mu       sync.Mutex
+	cur      map[string]liveEntry
+	prev     map[string]liveEntry
+	seq      uint64 // bumped by every forget
+	turnedAt time.Duration
 }
 
 // liveEntry is what the cache knows of a session: when its last check
@@ -81,11 +88,21 @@ type liveCache struct {
 type liveEntry struct{ sent, until time.Duration }
 
 func newLiveCache(window time.Duration) *liveCache {
-	return &liveCache{window: window, name: rand.Text(), base: time.Now(), seen: make(map[string]liveEntry)}
+	return &liveCache{window: window, hot: liveHot(window), name: rand.Text(), base: time.Now(),
+		cur: make(map[string]liveEntry), prev: make(map[string]liveEntry)}
 }
 
 // now is the cache's clock.
 func (c *liveCache) now() time.Duration { return time.Since(c.base) }
+
+// entryLocked is what the cache holds of id. Callers hold c.mu.
+func (c *liveCache) entryLocked(id string) (liveEntry, bool) {
+	if e, ok := c.cur[id]; ok {
+		return e, true
+	}
+	e, ok := c.prev[id]
+	return e, ok
+}
 
 // lookup reports whether id's window is open at now and, when it is not,
 // whether id is hot (its check should mark a window) and the sequence
@@ -93,43 +110,46 @@ func (c *liveCache) now() time.Duration { return time.Since(c.base) }
 func (c *liveCache) lookup(id string, now time.Duration) (open, hot bool, seq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.seen[id]
+	e, ok := c.entryLocked(id)
 	if ok && now < e.until {
 		return true, true, 0
 	}
-	return false, ok && now-e.sent < liveHot, c.seq
+	return false, ok && now-e.sent < c.hot, c.seq
 }
 
 // keep records a check of id sent at sent whose lookup answered seq: a
 // session Redis answered live (live) through a mark (marked) gets a
 // window from sent for the Store's window or, when it is shorter, the
-// record's remaining ttl (0 for none); every answer makes id hot. An
-// answer that a forget overtook is not kept.
+// record's remaining ttl (negative for none) less a millisecond (Redis
+// counts it in whole ones), none when that leaves nothing; every answer
+// makes id hot. An answer that a forget overtook is not kept.
 func (c *liveCache) keep(id string, seq uint64, sent, ttl time.Duration, live, marked bool) {
 	var until time.Duration
 	if live && marked {
 		d := c.window
-		if ttl > 0 && ttl < d {
-			d = ttl
+		if ttl >= 0 {
+			d = min(d, ttl-time.Millisecond)
 		}
-		until = sent + d
+		if d > 0 {
+			until = sent + d
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq != c.seq {
 		return
 	}
-	if now := c.now(); now-c.sweptAt >= liveHot {
-		c.sweptAt = now
-		for k, e := range c.seen {
-			if now-e.sent >= liveHot && e.until <= now {
-				delete(c.seen, k)
-			}
-		}
+	if now := c.now(); now-c.turnedAt >= c.hot {
+		// A session in prev was last checked more than one hot period
+		// ago, and its window (at most MaxLiveCacheWindow, within it)
+		// has closed: dropped whole.
+		c.turnedAt = now
+		c.prev, c.cur = c.cur, make(map[string]liveEntry, len(c.cur))
 	}
-	// Full, it takes no new session until a sweep makes room.
-	if _, ok := c.seen[id]; ok || len(c.seen) < maxLiveCached {
-		c.seen[id] = liveEntry{sent: sent, until: until}
+	// Full, it takes no new session until a turn makes room.
+	if _, ok := c.cur[id]; ok || len(c.cur)+len(c.prev) < maxLiveCached {
+		c.cur[id] = liveEntry{sent: sent, until: until}
+		delete(c.prev, id)
 	}
 }
 
@@ -137,7 +157,8 @@ func (c *liveCache) keep(id string, seq uint64, sent, ttl time.Duration, live, m
 func (c *liveCache) forget(id string) {
 	c.mu.Lock()
 	c.seq++
-	delete(c.seen, id)
+	delete(c.cur, id)
+	delete(c.prev, id)
 	c.mu.Unlock()
 }
 

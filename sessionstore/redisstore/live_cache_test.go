@@ -320,3 +320,40 @@ func TestChecksAnswerWhenRedisRefusesTheMark(t *testing.T) {
 	wantErr(t, "Terminate", s.Terminate(t.Context(), "oom"), nil)
 	wantEnded(t, "the Store", s, "oom")
 }
+
+// A hot session whose record lapses in Redis is never answered live from
+// memory after that: each window ends before the record's expiry, even
+// for the check that runs in the record's last millisecond (PTTL 0).
+func TestLiveCacheNeverOutlivesTheRecord(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t, redisstore.Options{LiveCacheWindow: 10 * time.Millisecond})
+	const trials = 30
+	late := 0
+	for trial := range trials {
+		id := fmt.Sprintf("lapse%d", trial)
+		mustCreate(t, s, id, 25*time.Millisecond)
+		deadline := time.Now().Add(10 * time.Second)
+		var goneAt time.Time
+		answeredLate := false
+		// Back-to-back checks, until 20 ms after Redis says the record is
+		// gone: every one begun after that must answer it gone.
+		for goneAt.IsZero() || time.Since(goneAt) < 20*time.Millisecond {
+			if time.Now().After(deadline) {
+				t.Fatalf("trial %d: the record did not lapse", trial)
+			}
+			gone := e.raw.Exists(t.Context(), prefix+"session:"+id).Val() == 0
+			if gone && goneAt.IsZero() {
+				goneAt = time.Now()
+			}
+			if err := s.CheckLive(t.Context(), id); gone && err == nil {
+				answeredLate = true
+			}
+		}
+		if answeredLate {
+			late++
+		}
+	}
+	if late > 0 {
+		t.Fatalf("%d of %d sessions were answered live after their record lapsed", late, trials)
+	}
+}

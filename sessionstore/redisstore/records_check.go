@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -103,8 +104,8 @@ func (c *liveChecks) close() {
 
 func newLiveChecks() liveChecks { return liveChecks{slots: make(chan struct{}, maxLiveChecks)} }
 
-// liveBatch is checks that go out as one pipeline. states and errs are
-// written by its leader before done closes.
+// liveBatch is checks that go out as one pipeline. answers is written by
+// its leader before done closes.
 type liveBatch struct {
 	ids     []string
 	marks   []bool // each check's mark (luaCheck) or not (HGET)
@@ -173,6 +174,9 @@ func (s *Store) runLiveBatch(b *liveBatch) {
 	// Redis lost its scripts (a restart): load it once and send those
 	// checks again, as one pipeline.
 	if err := s.scripts.check.Load(octx, s.client).Err(); err != nil {
+		for _, i := range lost {
+			b.answers[i].err = fmt.Errorf("reloading the check script: %w", err)
+		}
 		return
 	}
 	ids, marks := make([]string, len(lost)), make([]bool, len(lost))
@@ -209,8 +213,8 @@ func (s *Store) closeBatch(b *liveBatch) {
 }
 
 // checkAnswer is a check's answer: the record's state ("" for none) and,
-// from luaCheck, its remaining ttl (0 for none) and whether the window's
-// mark was written.
+// from luaCheck, its remaining ttl (negative for none: the record does
+// not expire) and whether the window's mark was written.
 type checkAnswer struct {
 	state  string
 	ttl    time.Duration
@@ -285,7 +289,8 @@ func (r checkOf) answer() checkAnswer {
 	if err != nil {
 		return checkAnswer{err: err}
 	}
-	return checkAnswer{state: st, ttl: time.Duration(max(pttl, 0)) * time.Millisecond, marked: marked == 1}
+	// PTTL -1: no expiry; 0: the record lapses within the millisecond.
+	return checkAnswer{state: st, ttl: time.Duration(pttl) * time.Millisecond, marked: marked == 1}
 }
 
 // isNoScript reports whether err is Redis's answer to an EVALSHA of a

@@ -113,12 +113,12 @@ func TestLiveCacheKeepsOnlyWhatItMay(t *testing.T) {
 	_, _, seq := c.lookup("s", c.now())
 	sent := c.now()
 	c.forget("s")
-	c.keep("s", seq, sent, 0, true, true)
+	c.keep("s", seq, sent, -1, true, true)
 	if open("s") {
 		t.Fatal("an answer begun before forget was kept")
 	}
 	_, _, seq = c.lookup("s", c.now())
-	c.keep("s", seq, c.now(), 0, true, true)
+	c.keep("s", seq, c.now(), -1, true, true)
 	if !open("s") {
 		t.Fatal("an answer begun after forget was not kept")
 	}
@@ -129,7 +129,7 @@ func TestLiveCacheKeepsOnlyWhatItMay(t *testing.T) {
 	}
 	for _, tc := range []struct{ live, marked bool }{{true, false}, {false, true}} {
 		_, _, seq = c.lookup("u", c.now())
-		c.keep("u", seq, c.now(), 0, tc.live, tc.marked)
+		c.keep("u", seq, c.now(), -1, tc.live, tc.marked)
 		if open("u") {
 			t.Fatalf("live %v, marked %v: kept a window", tc.live, tc.marked)
 		}
@@ -142,20 +142,53 @@ func TestLiveCacheKeepsOnlyWhatItMay(t *testing.T) {
 	}
 }
 
-// The cache holds at most maxLiveCached sessions; a sweep, once per
-// liveHot, drops those neither hot nor in a window.
+// The cache holds at most maxLiveCached sessions; one not checked for
+// two hot periods is forgotten, without a scan: the generation it is in is
+// dropped whole.
 func TestLiveCacheIsBounded(t *testing.T) {
 	c := newLiveCache(time.Hour)
 	now := c.now()
 	for i := range maxLiveCached + 10 {
-		c.keep(strconv.Itoa(i), 0, now, 0, true, false)
+		c.keep(strconv.Itoa(i), 0, now, -1, true, false)
 	}
-	if n := len(c.seen); n != maxLiveCached {
+	held := func() int { return len(c.cur) + len(c.prev) }
+	if n := held(); n != maxLiveCached {
 		t.Fatalf("%d sessions kept, want the bound %d", n, maxLiveCached)
 	}
-	c.base = c.base.Add(-2 * liveHot) // every entry is now 2 liveHot old
-	c.keep("new", 0, c.now(), 0, true, false)
-	if n := len(c.seen); n != 1 {
-		t.Fatalf("after a sweep, %d sessions kept, want 1", n)
+	c.base = c.base.Add(-c.hot) // a hot period on: the generation turns
+	c.keep("refused", 0, c.now(), -1, true, false)
+	if n := held(); n != maxLiveCached {
+		t.Fatalf("one period on, %d sessions kept, want the bound %d", n, maxLiveCached)
+	}
+	c.base = c.base.Add(-c.hot) // and another: the full generation goes
+	c.keep("new", 0, c.now(), -1, true, false)
+	if n := held(); n != 1 {
+		t.Fatalf("two periods on, %d sessions kept, want 1", n)
+	}
+	if _, hot, _ := c.lookup("0", c.now()); hot {
+		t.Fatal("a session not checked for two periods is still hot")
+	}
+}
+
+// A window never outlasts the record's expiry: a record that lapses
+// within the millisecond (PTTL 0) or the next (1) opens none, and one that
+// does not expire (-1) gets the whole window.
+func TestLiveCacheWindowEndsBeforeTheRecordsExpiry(t *testing.T) {
+	c := newLiveCache(10 * time.Millisecond)
+	for _, tc := range []struct {
+		ttl  time.Duration
+		open bool
+	}{{0, false}, {time.Millisecond, false}, {-time.Millisecond, true}, {5 * time.Millisecond, true}} {
+		id := "s" + tc.ttl.String()
+		now := c.now()
+		c.keep(id, c.seq, now, tc.ttl, true, true)
+		if open, _, _ := c.lookup(id, now); open != tc.open {
+			t.Errorf("ttl %v: window open %v, want %v", tc.ttl, open, tc.open)
+		}
+		if tc.ttl > time.Millisecond {
+			if open, _, _ := c.lookup(id, now+tc.ttl-time.Millisecond); open {
+				t.Errorf("ttl %v: the window is open a millisecond before the expiry", tc.ttl)
+			}
+		}
 	}
 }
