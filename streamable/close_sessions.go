@@ -164,8 +164,10 @@ func takeSlot(ctx context.Context, slots chan struct{}) bool {
 var errNotBegun = errors.New("not begun")
 
 // endedInStoreCause is the cause with which a session whose end the
-// store reported ends here: errClosed when CloseSessions on this replica
-// is ending the record (closingHere), else errEndedElsewhere.
+// store reported on its bus ends here: errClosed when CloseSessions on
+// this replica is ending the record (closingHere), else errEndedElsewhere.
+// (A request or the sweeper that finds the record gone asks goneCause,
+// which says the same.)
 func (s *session) endedInStoreCause() error {
 	if s.closingHere.Load() {
 		return errClosed

@@ -448,6 +448,8 @@ func (h *Handler) goneCause(s *session, err error) error {
 	switch {
 	case !h.shared:
 		return errExpired
+	case s.closingHere.Load():
+		return errClosed // CloseSessions ended its record
 	case s.home && errors.Is(err, sessionstore.ErrNotFound):
 		return errExpiredInStore
 	}

@@ -122,7 +122,7 @@ type postStream struct {
 	stream         string       // named when the response becomes a stream (name)
 	signal         string       // its postSignals key
 	idOut          atomic.Bool
-	clientWatch    sync.WaitGroup // watchClient's clientGone, while it runs
+	clientWatch    sync.WaitGroup // a clientGone running or armed: watchClient's, the request watch's or its handed-off callback
 	watch          watchEntry     // its place in the Handler's requestWatch
 	releaseWake    chan struct{}  // a release is asked for (buffered); made with the writer (makeReleaseChannels)
 	released       chan struct{}  // closed by the writer once it let go of the response

@@ -19,10 +19,11 @@ import (
 // them from one goroutine that looks every watchTick: a request that
 // answers before that costs a place in a list, taken and given back under
 // a mutex. One still running at the look after its first (watched for at
-// least a tick) is handed off: it gets its own timer, for what is left of
-// its keep-alive interval, and its own context callback, as before, and
-// leaves the list. So the list holds only requests younger than two ticks,
-// a long request's keep-alive is on time to the timer's precision, and a
+// least a tick), or whose keep-alive is due before the next look, is
+// handed off: it gets its own timer, for what is left of its keep-alive
+// interval, and its own context callback, as before, and leaves the list.
+// So the list holds only requests younger than two ticks, every
+// keep-alive is on time to the timer's precision, and a
 // client that leaves is noticed at once, except in a request's first two
 // ticks, when it is noticed at the next look.
 //
@@ -210,7 +211,9 @@ func (w *requestWatch) lookLocked(now time.Time, gone []*postStream) []*postStre
 			p.clientWatch.Add(1)
 			gone = append(gone, p)
 		}
-		if age := now.Sub(e.since); age >= w.tick {
+		// Handed off at the look after its first, or at this one when
+		// its keep-alive is due before the next.
+		if age := now.Sub(e.since); age >= w.tick || (e.keepAlive && age+w.tick > w.keepAlive) {
 			w.handOffLocked(p, age)
 			w.unlinkLocked(p)
 		}

@@ -27,8 +27,8 @@ import (
 //     an answer that was in flight during one of them is not kept.
 //   - A window never outlasts the record's expiry (PTTL): an expired
 //     session is never answered live.
-//   - Only a session checked on this Store within the last second (a
-//     "hot" one) is checked with the marking script; any other with a
+//   - Only a session checked on this Store within the last second, or
+//     twice the window if that is longer (a "hot" one), is checked with the marking script; any other with a
 //     plain HGET, as with no cache, which costs Redis a tenth of the
 //     script: a client that calls once in a while is not charged for a
 //     window it would never use. A mark Redis refuses to write (maxmemory
@@ -146,8 +146,9 @@ func (c *liveCache) keep(id string, seq uint64, sent, ttl time.Duration, live, m
 		c.turnedAt = now
 		c.prev, c.cur = c.cur, make(map[string]liveEntry, len(c.cur))
 	}
-	// Full, it takes no new session until a turn makes room.
-	if _, ok := c.cur[id]; ok || len(c.cur)+len(c.prev) < maxLiveCached {
+	// Full, it takes no new session until a turn makes room; one it
+	// holds moves to cur.
+	if _, ok := c.entryLocked(id); ok || len(c.cur)+len(c.prev) < maxLiveCached {
 		c.cur[id] = liveEntry{sent: sent, until: until}
 		delete(c.prev, id)
 	}

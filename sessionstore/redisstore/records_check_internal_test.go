@@ -160,10 +160,15 @@ func TestLiveCacheIsBounded(t *testing.T) {
 	if n := held(); n != maxLiveCached {
 		t.Fatalf("one period on, %d sessions kept, want the bound %d", n, maxLiveCached)
 	}
+	// A session it holds, checked again, is kept on, full or not.
+	c.keep("5", 0, c.now(), -1, true, false)
+	if _, ok := c.cur["5"]; !ok || held() != maxLiveCached {
+		t.Fatalf("a held session checked again: in the newer generation %v, %d held", ok, held())
+	}
 	c.base = c.base.Add(-c.hot) // and another: the full generation goes
 	c.keep("new", 0, c.now(), -1, true, false)
-	if n := held(); n != 1 {
-		t.Fatalf("two periods on, %d sessions kept, want 1", n)
+	if n := held(); n != 2 {
+		t.Fatalf("two periods on, %d sessions kept, want 2 (the one checked again, and the new one)", n)
 	}
 	if _, hot, _ := c.lookup("0", c.now()); hot {
 		t.Fatal("a session not checked for two periods is still hot")
