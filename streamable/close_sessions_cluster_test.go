@@ -28,7 +28,8 @@ func (l purgeCounter) PurgeSession(ctx context.Context, id string) error {
 // With replicas, CloseSessions on A ends each of its sessions as closed
 // and purges each one's events, even where A's own watch of the session
 // sees the record end first (while the store waits out the windows of the
-// live cache that B, serving the same sessions, keeps open): every running
+// live cache that B, serving the same sessions, keeps open), or a request
+// on A finds it gone: every running
 // call on A is answered with CloseSessions' cause, not "ended on another
 // replica", and the log is purged once per session.
 func TestClusterCloseSessionsClosesAndPurgesEverySession(t *testing.T) {
@@ -59,21 +60,27 @@ func TestClusterCloseSessionsClosesAndPurgesEverySession(t *testing.T) {
 	// open on each, which A's terminations wait out.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// And the sessions' clients go on calling A too: a request that finds
+	// the record gone while CloseSessions waits ends the session as
+	// closed as well.
+	loop := func(cl *testutil.Client) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := cl.CallTool(ctx, "echo", map[string]any{"text": "x"}); err != nil {
+				return
+			}
+		}
+	}
 	for _, a := range sessions {
 		b := c.client(1, a)
 		toolText(t, b, "echo", map[string]any{"text": "adopted"})
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := b.CallTool(ctx, "echo", map[string]any{"text": "x"}); err != nil {
-					return
-				}
-			}
-		})
+		wg.Go(func() { loop(b) })
+		onA := c.client(0, a)
+		wg.Go(func() { loop(onA) })
 	}
 	before := purges[0].Load()
 	err := c.replicas[0].h.CloseSessions(ctx)
