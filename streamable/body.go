@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -20,20 +19,23 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 	if n := r.ContentLength; n > limit {
 		return nil, errBodyTooLarge(limit).closing()
 	}
-	if !h.bodyReads.begin(w, r, h.cfg.BodyReadTimeout) {
+	if !h.watch.beginRead(w, r, h.cfg.BodyReadTimeout) {
 		return nil, errShuttingDown().closing()
 	}
 	body, err := h.readLimited(w, r, limit)
 	if err == nil && int64(len(body)) > limit {
 		err = &http.MaxBytesError{Limit: limit}
 	}
-	interrupted := h.bodyReads.end(w, r, err == nil)
-	switch {
-	case interrupted:
-		// Shutdown set the connection's read deadline in the past: even
-		// a body read whole cannot be served on it any more.
+	// Shutdown, or the watch at BodyReadTimeout, set the connection's read
+	// deadline in the past: even a body read whole cannot be served on it
+	// any more.
+	switch h.watch.endRead(r) {
+	case readInterrupted:
 		return nil, errShuttingDown().closing()
-	case err != nil:
+	case readExpired:
+		return nil, errBodyTimeout(h.cfg.BodyReadTimeout).closing()
+	}
+	if err != nil {
 		return nil, h.bodyFailure(err)
 	}
 	return body, nil
@@ -92,71 +94,6 @@ func readFull(r io.Reader, buf []byte) ([]byte, error) {
 		if err != nil {
 			return buf, err
 		}
-	}
-}
-
-// bodyReads tracks the POST bodies being read, so that Shutdown can
-// interrupt them: a client that trickles a body must not hold a handler
-// (and the HTTP server's Shutdown) for the whole BodyReadTimeout. A read
-// is known by its request.
-type bodyReads struct {
-	mu     sync.Mutex
-	closed bool                       // Shutdown began: every read is interrupted, new ones refused
-	active map[*http.Request]bodyRead // the reads going on
-}
-
-// bodyRead is one body being read.
-type bodyRead struct {
-	w           http.ResponseWriter
-	interrupted bool
-}
-
-// begin sets the connection's read deadline timeout from now (none when
-// timeout is 0) and registers the read. It reports false once Shutdown
-// has begun.
-func (b *bodyReads) begin(w http.ResponseWriter, r *http.Request, timeout time.Duration) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return false
-	}
-	if b.active == nil {
-		b.active = make(map[*http.Request]bodyRead)
-	}
-	b.active[r] = bodyRead{w: w}
-	if timeout > 0 {
-		// A writer without deadline support (a middleware's wrapper, say)
-		// reads without the bound.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
-	}
-	return true
-}
-
-// end clears the read deadline of a body read whole (net/http goes on
-// reading the connection, to notice a client that leaves, and must not
-// fail at the old deadline; a failed read keeps it, so that nothing reads
-// that connection any longer) and reports whether Shutdown interrupted the
-// read.
-func (b *bodyReads) end(w http.ResponseWriter, r *http.Request, whole bool) (interrupted bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	interrupted = b.active[r].interrupted
-	delete(b.active, r)
-	if whole && !interrupted {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	}
-	return interrupted
-}
-
-// close interrupts every body being read and refuses new reads.
-func (b *bodyReads) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	for r, read := range b.active {
-		read.interrupted = true
-		b.active[r] = read
-		_ = http.NewResponseController(read.w).SetReadDeadline(time.Unix(1, 0))
 	}
 }
 

@@ -140,10 +140,12 @@ type Config struct {
 	// the HTTP server's to bound: ReadHeaderTimeout). A client slower than
 	// that gets 408 and its connection is closed, so that no client can
 	// hold a handler by trickling a body; Shutdown interrupts bodies still
-	// arriving (503). It is set on the connection through
-	// http.ResponseController, so it needs no http.Server setting (and
-	// overrides the server's ReadTimeout while the body is read), and it
-	// never touches GET streams. Default 30 s; Disabled turns it off.
+	// arriving (503). It needs no http.Server setting: a body still
+	// arriving when it passes (noticed within about 20 ms) has its read
+	// interrupted through http.ResponseController. An http.Server's
+	// ReadTimeout, counted from the request's start, bounds the body too;
+	// the earlier of the two ends it. It never touches GET streams.
+	// Default 30 s; Disabled turns it off.
 	BodyReadTimeout time.Duration
 	// QueueSize bounds each stream's outbound queues: notifications, and
 	// server-to-client requests. A notification that finds its queue full

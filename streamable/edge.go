@@ -123,6 +123,22 @@ func arrivedOnLoopback(r *http.Request) bool {
 // isLoopbackHost reports whether hostport names this machine: "localhost"
 // or a loopback IP, with or without a port.
 func isLoopbackHost(hostport string) bool {
+	return isLocalHostPort(hostport) || parsesAsLoopback(hostport)
+}
+
+// isLocalHostPort reports whether hostport is the loopback host a local
+// client names most often, with a port: a check cheaper than parsing it.
+func isLocalHostPort(hostport string) bool {
+	for _, local := range [...]string{"127.0.0.1:", "localhost:"} {
+		if port, ok := strings.CutPrefix(hostport, local); ok && port != "" && allDigits(port) {
+			return true
+		}
+	}
+	return false
+}
+
+// parsesAsLoopback is isLoopbackHost, parsing hostport.
+func parsesAsLoopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = strings.Trim(hostport, "[]")
@@ -132,4 +148,14 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// allDigits reports whether s is only decimal digits.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -33,7 +33,7 @@ func parseEnvelope(body []byte) (envelope, *failure) {
 	if trimmed[0] == '[' {
 		return env, errInvalidMessage("a JSON-RPC message is a JSON object, not an array (batches do not nest)")
 	}
-	if !json.Valid(trimmed) {
+	if !validJSON(trimmed) {
 		// Decoded again only to say what is wrong.
 		var v any
 		err := json.Unmarshal(trimmed, &v)

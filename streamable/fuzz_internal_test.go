@@ -70,5 +70,22 @@ func FuzzAccept(f *testing.F) {
 				t.Fatalf("accepts(%q, %s) = %v, want %v", accept, mt, got, want)
 			}
 		}
+		if got, want := acceptsPostAnswers(r), accepts(r, "application/json") && accepts(r, "text/event-stream"); got != want {
+			t.Fatalf("acceptsPostAnswers(%q) = %v, want %v", accept, got, want)
+		}
+	})
+}
+
+// FuzzLoopbackHost checks isLoopbackHost's shortcut against its parse: a
+// host the shortcut takes for loopback parses as loopback.
+func FuzzLoopbackHost(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:8080", "localhost:1", "127.0.0.1:", "localhost", "127.0.0.1:80:90",
+		"127.0.0.1:8x", "LOCALHOST:80", "[::1]:80", "127.0.0.10:80", "localhost.evil:80", "example.com:80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, hostport string) {
+		if isLocalHostPort(hostport) && !parsesAsLoopback(hostport) {
+			t.Fatalf("isLocalHostPort(%q) but it does not parse as loopback", hostport)
+		}
 	})
 }

@@ -57,10 +57,9 @@ type Handler struct {
 	bcastDone    chan struct{}
 	idleDone     chan struct{}
 	idleJobs     chan idleDelivery
-	bodyReads    bodyReads // POST bodies being read (body.go)
-	holder       string    // names this handler in stream leases
-	shared       bool      // the store is shared with other replicas (cluster.go)
-	callBase     int64     // first server-to-client request id of each session
+	holder       string // names this handler in stream leases
+	shared       bool   // the store is shared with other replicas (cluster.go)
+	callBase     int64  // first server-to-client request id of each session
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -71,6 +70,10 @@ type Handler struct {
 	adopting                       map[string]*adoption // with replicas: copies being made (adopt.go)
 	callers                        map[string]int       // live sessions created here per caller digest (MaxSessionsPerCaller)
 	shutting                       bool
+	shuttingNow                    atomic.Bool // shutting, read without mu (isShutting)
+
+	netHTTPWriter atomic.Value  // reflect.Type of net/http's HTTP/1 response writer, once seen (post_inline.go)
+	answers       answerBuffers // JSON answers are encoded into these (answer_buffers.go)
 
 	getStreams       atomic.Int64
 	postStreams      atomic.Int64
@@ -251,10 +254,10 @@ func (h *Handler) Stats() Stats {
 		SessionRequestsRefused: h.requestLimited.Load()}
 }
 
+// isShutting reports whether Shutdown has begun. It takes no lock: every
+// request asks.
 func (h *Handler) isShutting() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.shutting
+	return h.shuttingNow.Load()
 }
 
 // addSession inserts s unless the handler is shutting down or full.

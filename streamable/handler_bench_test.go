@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
@@ -44,24 +46,51 @@ func BenchmarkServePost(b *testing.B) {
 	b.Run("lifeline-worker", func(b *testing.B) {
 		benchServePostLifelineOn(b, streamable.Config{}, false)
 	})
-	b.Run("floor", func(b *testing.B) {
-		s := demotools.NewServer("bench", "1")
-		w := &sinkWriter{h: http.Header{}}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			r, cancel := request("")
-			w.reset()
-			body, _ := io.ReadAll(r.Body)
-			resp := s.HandleMessage(r.Context(), body)
-			out, _ := json.Marshal(resp)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(out)
-			cancel()
+	// The floor, and the floor with a session in the context: what
+	// mcp-go's HandleMessage does more for a request that has one (its
+	// in-flight key names the session; its tool lookup asks the session for
+	// tools of its own), which any transport with sessions pays.
+	for _, withSession := range []bool{false, true} {
+		name := "floor"
+		if withSession {
+			name = "floor-with-session"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			s := demotools.NewServer("bench", "1")
+			sess := &floorSession{id: "0b9e2c43-6f4e-4d55-9a59-2d1f7a3c8e10", ch: make(chan mcp.JSONRPCNotification, 1)}
+			w := &sinkWriter{h: http.Header{}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				r, cancel := request("")
+				w.reset()
+				body, _ := io.ReadAll(r.Body)
+				ctx := r.Context()
+				if withSession {
+					ctx = s.WithContext(ctx, sess)
+				}
+				resp := s.HandleMessage(ctx, body)
+				out, _ := json.Marshal(resp)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write(out)
+				cancel()
+			}
+		})
+	}
 }
+
+// floorSession is the least server.ClientSession: an id, a notification
+// channel, initialized.
+type floorSession struct {
+	id string
+	ch chan mcp.JSONRPCNotification
+}
+
+func (f *floorSession) SessionID() string                                   { return f.id }
+func (f *floorSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return f.ch }
+func (f *floorSession) Initialize()                                         {}
+func (f *floorSession) Initialized() bool                                   { return true }
 
 // benchInitialize runs initialize through h and returns the session id.
 func benchInitialize(b *testing.B, h http.Handler, request func(string) (*http.Request, context.CancelFunc)) string {

@@ -13,7 +13,7 @@ import (
 )
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
-	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+	if !acceptsPostAnswers(r) {
 		h.refuseWithID(w, r, errNotAcceptablePost())
 		return
 	}

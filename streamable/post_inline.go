@@ -30,8 +30,8 @@ import (
 // read of it already), when w is its own response writer (not a
 // middleware's, which may transform the body or be unable to hand the
 // connection over). nil otherwise.
-func inlineServer(w http.ResponseWriter, r *http.Request) *http.Server {
-	if r.ProtoMajor != 1 || r.TLS != nil || !isNetHTTPWriter(w) {
+func (h *Handler) inlineServer(w http.ResponseWriter, r *http.Request) *http.Server {
+	if r.ProtoMajor != 1 || r.TLS != nil || !h.isNetHTTPWriter(w) {
 		return nil
 	}
 	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
@@ -39,14 +39,21 @@ func inlineServer(w http.ResponseWriter, r *http.Request) *http.Server {
 }
 
 // isNetHTTPWriter reports whether w is net/http's HTTP/1 response writer
-// (an unexported type: known by its name), or a test's stand-in for it
-// (export_test.go).
-func isNetHTTPWriter(w http.ResponseWriter) bool {
+// (an unexported type: known by its name, then by the type the handler
+// found it to be), or a test's stand-in for it (export_test.go).
+func (h *Handler) isNetHTTPWriter(w http.ResponseWriter) bool {
+	t := reflect.TypeOf(w)
+	if known, _ := h.netHTTPWriter.Load().(reflect.Type); known == t && t != nil {
+		return true
+	}
 	if _, ok := w.(interface{ standsInForNetHTTP() }); ok {
 		return true
 	}
-	t := reflect.TypeOf(w)
-	return t.Kind() == reflect.Pointer && t.Elem().Name() == "response" && t.Elem().PkgPath() == "net/http"
+	if t.Kind() == reflect.Pointer && t.Elem().Name() == "response" && t.Elem().PkgPath() == "net/http" {
+		h.netHTTPWriter.Store(t)
+		return true
+	}
+	return false
 }
 
 // runResumableInline runs a resumable request on this handler goroutine:

@@ -36,7 +36,7 @@ func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *sessi
 // writer also writes what the feed takes (listen.go).
 func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse, feed *listenFeed) {
 	if h.resumablePost(sess, batch, feed) {
-		if srv := inlineServer(w, r); srv != nil {
+		if srv := h.inlineServer(w, r); srv != nil {
 			h.runResumableInline(w, r, srv, sess, env, body)
 		} else {
 			h.runResumable(w, r, sess, env, body)
@@ -312,12 +312,13 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		p.w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	b, err := json.Marshal(resp)
-	if err != nil {
+	buf := p.h.answers.get()
+	defer p.h.answers.put(buf)
+	if err := json.NewEncoder(buf).Encode(resp); err != nil { // with its newline
 		p.h.writeFailure(p.w, errInternal("the response does not encode: "+err.Error()).forRequest(p.id))
 		return
 	}
-	b = append(b, '\n')
+	b := buf.Bytes()
 	status := http.StatusOK
 	if p.sess.modern {
 		if e, ok := resp.(mcp.JSONRPCError); ok {
@@ -347,7 +348,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	// closed once its termination gave up waiting).
 	p.sess.addPostStream(st)
 	defer p.sess.removePostStream(st)
-	err = st.write(func() error {
+	err := st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
 		p.h.met.answered(modernCause(status))

@@ -56,7 +56,7 @@ func (p *postStream) write() {
 			p.sendFeed()
 		}
 	}
-	ready := p.rs.ready
+	ready := p.rs.readySignal()
 	select {
 	case <-ready:
 		notes, reqs = p.rs.queues()

@@ -14,6 +14,17 @@ func headerValue(h http.Header, canonicalKey string) string {
 	return ""
 }
 
+// acceptsPostAnswers reports whether the Accept header lists both media
+// types a POST may be answered with, application/json and
+// text/event-stream, as accepts reads them; the header every MCP client
+// sends is recognised at once.
+func acceptsPostAnswers(r *http.Request) bool {
+	if v := r.Header["Accept"]; len(v) == 1 && v[0] == "application/json, text/event-stream" {
+		return true
+	}
+	return accepts(r, "application/json") && accepts(r, "text/event-stream")
+}
+
 // accepts reports whether the Accept header lists mediaType (or a wildcard
 // covering it). Media types compare case-insensitively; parameters (q=...)
 // are ignored.

@@ -18,7 +18,8 @@ import (
 // and travel on the GET stream.
 //
 // Its queues are made on first use: most requests send nothing. ready
-// tells the writing loop when they exist. They are small (RequestQueueSize):
+// (made on first use too, by the queues or by the writer) tells the
+// writing loop when they exist. They are small (RequestQueueSize):
 // a tool that sends faster than the writer drains them waits for room, so
 // a burst costs the tool time instead of the request memory.
 type requestSession struct {
@@ -26,9 +27,9 @@ type requestSession struct {
 	once          sync.Once
 	notifications chan mcp.JSONRPCNotification // set once, before ready
 	requests      chan []byte                  // set once, before ready
-	roomMu        sync.Mutex                   // guards room
+	roomMu        sync.Mutex                   // guards room and ready
 	room          chan struct{}                // closed when the writer takes something; made by a waiting sender
-	ready         chan struct{}                // one value once the queues exist
+	ready         chan struct{}                // one value once the queues exist (readySignal)
 	onFirstUse    func()                       // starts the request's writer
 	stream        atomic.Pointer[sseStream]    // the POST's SSE stream, once upgraded
 	returned      <-chan struct{}              // closed once the request has returned (its context's end)
@@ -43,7 +44,7 @@ type requestSession struct {
 // after the queues are made (it starts the request's writer); returned
 // closes when the request has returned.
 func (r *requestSession) init(s *session, onFirstUse func(), returned <-chan struct{}) {
-	r.session, r.ready, r.onFirstUse, r.returned = s, make(chan struct{}, 1), onFirstUse, returned
+	r.session, r.onFirstUse, r.returned = s, onFirstUse, returned
 }
 
 // queues makes the request's queues on first use and returns them.
@@ -53,7 +54,7 @@ func (r *requestSession) queues() (chan mcp.JSONRPCNotification, chan []byte) {
 		r.requests = make(chan []byte, r.h.cfg.RequestQueueSize)
 		r.gone = make(chan struct{})
 		r.made.Store(true)
-		r.ready <- struct{}{}
+		r.readySignal() <- struct{}{}
 		if r.onFirstUse != nil {
 			r.onFirstUse()
 		}
@@ -123,6 +124,17 @@ func (r *requestSession) roomSignal() <-chan struct{} {
 		r.room = make(chan struct{})
 	}
 	return r.room
+}
+
+// readySignal returns the channel that holds a value once the queues
+// exist, making it on first use.
+func (r *requestSession) readySignal() chan struct{} {
+	r.roomMu.Lock()
+	defer r.roomMu.Unlock()
+	if r.ready == nil {
+		r.ready = make(chan struct{}, 1)
+	}
+	return r.ready
 }
 
 // madeRoom wakes every sender waiting in awaitRoom: the writer took

@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -41,6 +42,12 @@ type requestWatch struct {
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup // the goroutine
+
+	// The POST bodies being read (body_watch.go).
+	reads       map[*http.Request]bodyRead
+	timedReads  int       // the reads listed with a due time
+	readsDue    time.Time // no timed read is due before this
+	readsClosed bool      // Shutdown began: reads are interrupted, new ones refused
 }
 
 // watchEntry is a request's place in the watch. Fields are guarded by the
@@ -97,7 +104,13 @@ func (w *requestWatch) add(p *postStream, keepAlive bool) {
 		w.head.watch.prev = p
 	}
 	w.head = p
-	if !w.running {
+	w.startLocked()
+}
+
+// startLocked starts the goroutine unless it runs, or the watch is closed.
+// Callers hold w.mu.
+func (w *requestWatch) startLocked() {
+	if !w.running && !w.closed {
 		w.running = true
 		w.wg.Add(1)
 		go w.run()
@@ -179,8 +192,10 @@ func (w *requestWatch) run() {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		gone = w.lookLocked(time.Now(), gone[:0])
-		if w.head != nil {
+		now := time.Now()
+		gone = w.lookLocked(now, gone[:0])
+		w.expireReadsLocked(now)
+		if w.head != nil || w.timedReads > 0 {
 			empty = 0
 		} else if empty += w.tick; empty >= watchLinger {
 			w.running = false

@@ -34,8 +34,9 @@ func (h *Handler) Close() error {
 func (h *Handler) shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.shutting = true
+	h.shuttingNow.Store(true)
 	h.mu.Unlock()
-	h.bodyReads.close()
+	h.watch.closeReads()
 	close(h.stopSweep)
 	// The sweeper stops between sessions; an expiry in progress takes at
 	// most the cleanup timeout, and is joined at the end.

@@ -1,0 +1,190 @@
+package streamable
+
+// maxJSONDepth is how deeply encoding/json lets arrays and objects nest.
+const maxJSONDepth = 10000
+
+// validJSON reports whether b is one JSON value with nothing but JSON
+// whitespace around it. It answers exactly as encoding/json's Valid does
+// (containers nested at most maxJSONDepth deep; in a string, any byte from
+// 0x20 up, invalid UTF-8 included), but reads each byte once with no state
+// machine behind a function pointer, several times faster: every POSTed
+// message is validated before the MCPServer reads it.
+func validJSON(b []byte) bool {
+	var small [64]byte
+	open := small[:0] // the containers open, innermost last: '{' or '['
+	i := skipSpace(b, 0)
+	for {
+		// A value begins at i.
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '{', '[':
+			if len(open) == maxJSONDepth {
+				return false
+			}
+			kind := b[i]
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == kind+2 { // '}' or ']': empty
+				i++
+				break
+			}
+			open = append(open, kind)
+			if kind == '{' {
+				if i = objectKey(b, i); i < 0 {
+					return false
+				}
+			}
+			continue
+		case '"':
+			i = stringEnd(b, i)
+		case 't':
+			i = literalEnd(b, i, "true")
+		case 'f':
+			i = literalEnd(b, i, "false")
+		case 'n':
+			i = literalEnd(b, i, "null")
+		default:
+			i = numberEnd(b, i)
+		}
+		if i < 0 {
+			return false
+		}
+		// A value ended at i: close the containers it ends, then expect
+		// the next member or element.
+		for {
+			i = skipSpace(b, i)
+			if len(open) == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			kind := open[len(open)-1]
+			if b[i] == kind+2 {
+				open = open[:len(open)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return false
+			}
+			i = skipSpace(b, i+1)
+			if kind == '{' {
+				if i = objectKey(b, i); i < 0 {
+					return false
+				}
+			}
+			break
+		}
+	}
+}
+
+// objectKey reads a member's key and its colon starting at i, and returns
+// the index of the value that follows (whitespace skipped), or -1 when
+// they are not there.
+func objectKey(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = stringEnd(b, i); i < 0 {
+		return -1
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipSpace(b, i+1)
+}
+
+// stringEnd returns the index just past the JSON string that starts at i
+// (b[i] is '"'), or -1 when it is not a valid one.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return -1
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return -1
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !isHexDigit(h) {
+						return -1
+					}
+				}
+				j += 4
+			default:
+				return -1
+			}
+		case c < 0x20:
+			return -1
+		}
+	}
+	return -1
+}
+
+// numberEnd returns the index just past the JSON number that starts at i,
+// or -1 when none does.
+func numberEnd(b []byte, i int) int {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = digitsEnd(b, i+1)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		if i+1 >= len(b) || !isDigit(b[i+1]) {
+			return -1
+		}
+		i = digitsEnd(b, i+1)
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		i = digitsEnd(b, i)
+	}
+	return i
+}
+
+// literalEnd returns the index just past lit if b holds it at i, or -1.
+func literalEnd(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// digitsEnd returns the index of the first byte at or after i that is not
+// a decimal digit.
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isHexDigit(c byte) bool {
+	return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
