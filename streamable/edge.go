@@ -16,12 +16,13 @@ import (
 // be listed in AllowedOrigins, or be local on a loopback listener). It
 // returns the failure to answer with, or nil.
 func (h *Handler) checkEdge(r *http.Request) *failure {
-	loopbackConn := arrivedOnLoopback(r)
-	if loopbackConn && !h.cfg.DisableLocalhostProtection && !isLoopbackHost(r.Host) {
+	// Where the connection arrived is asked last: it is a walk up the
+	// request's context.
+	if !h.cfg.DisableLocalhostProtection && !isLoopbackHost(r.Host) && arrivedOnLoopback(r) {
 		return errForbiddenHost(r.Host)
 	}
 	origin := headerValue(r.Header, "Origin")
-	if origin == "" || h.originAllowed(origin, loopbackConn) {
+	if origin == "" || h.originAllowed(origin, arrivedOnLoopback(r)) {
 		return nil
 	}
 	return errForbiddenOrigin(origin)
