@@ -6,11 +6,12 @@ import (
 )
 
 // answerBuffers pools the buffers JSON answers are encoded into. Writing
-// an answer copies it into net/http's buffer (or writes it out) before
-// the write returns, so the buffer can take the next answer: a call
-// answered with JSON then costs no allocation of its own for the encoding
-// beyond what encoding/json does. A buffer grown past maxPooledAnswer is
-// left to the collector, so that one large answer does not stay held.
+// a small answer (at most smallResponse, the size of net/http's write
+// buffer) copies it into that buffer before the write returns, so its
+// buffer can take the next answer: a call answered with JSON then costs no
+// allocation of its own for the encoding beyond what encoding/json does. A
+// larger answer's buffer is not given back (respondJSON), and one grown
+// past maxPooledAnswer is left to the collector.
 type answerBuffers struct{ pool sync.Pool }
 
 // maxPooledAnswer is the largest buffer answerBuffers keeps.

@@ -27,8 +27,8 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 		err = &http.MaxBytesError{Limit: limit}
 	}
 	// Shutdown, or the watch at BodyReadTimeout, set the connection's read
-	// deadline in the past: even a body read whole cannot be served on it
-	// any more.
+	// deadline in the past (where the writer lets it): even a body read
+	// whole cannot be served on it any more.
 	switch h.watch.endRead(r) {
 	case readInterrupted:
 		return nil, errShuttingDown().closing()
@@ -51,7 +51,9 @@ func (h *Handler) bodyFailure(err error) *failure {
 	case errors.As(err, &tooLarge):
 		return errBodyTooLarge(h.cfg.MaxBodyBytes).closing()
 	case isTimeout(err):
-		return errBodyTimeout(h.cfg.BodyReadTimeout).closing()
+		// Not the watch's (readBody answers that): a deadline of the HTTP
+		// server's own, its ReadTimeout.
+		return errServerReadTimeout().closing()
 	default:
 		return errParse("reading the request body: " + err.Error()).closing()
 	}

@@ -118,9 +118,16 @@ func (w *requestWatch) expireReadsLocked(now time.Time) {
 			}
 			continue
 		}
-		read.expired = true
+		if err := http.NewResponseController(read.w).SetReadDeadline(time.Unix(1, 0)); err != nil {
+			// A writer without deadline support (a middleware's wrapper
+			// that does not unwrap) reads without the bound: the body is
+			// served once it has arrived.
+			read.due = time.Time{}
+			w.timedReads--
+		} else {
+			read.expired = true
+		}
 		w.reads[r] = read
-		_ = http.NewResponseController(read.w).SetReadDeadline(time.Unix(1, 0))
 	}
 	if next.IsZero() {
 		// Every timed read left is expired: none is due again.

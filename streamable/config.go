@@ -141,8 +141,11 @@ type Config struct {
 	// that gets 408 and its connection is closed, so that no client can
 	// hold a handler by trickling a body; Shutdown interrupts bodies still
 	// arriving (503). It needs no http.Server setting: a body still
-	// arriving when it passes (noticed within about 20 ms) has its read
-	// interrupted through http.ResponseController. An http.Server's
+	// arriving when it passes (noticed within a tick of the transport's
+	// request watch, 20 ms) has its read interrupted through
+	// http.ResponseController (a writer without deadline support, a
+	// middleware's wrapper that does not unwrap, reads without the bound,
+	// and its body is served once it has arrived). An http.Server's
 	// ReadTimeout, counted from the request's start, bounds the body too;
 	// the earlier of the two ends it. It never touches GET streams.
 	// Default 30 s; Disabled turns it off.

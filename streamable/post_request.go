@@ -313,8 +313,8 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		return
 	}
 	buf := p.h.answers.get()
-	defer p.h.answers.put(buf)
 	if err := json.NewEncoder(buf).Encode(resp); err != nil { // with its newline
+		p.h.answers.put(buf)
 		p.h.writeFailure(p.w, errInternal("the response does not encode: "+err.Error()).forRequest(p.id))
 		return
 	}
@@ -340,8 +340,13 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		p.h.met.answered(modernCause(status))
 		p.w.WriteHeader(status)
 		_, _ = p.w.Write(b)
+		// Copied into the writer's buffer (at most its size), or refused:
+		// the buffer can take the next answer.
+		p.h.answers.put(buf)
 		return
 	}
+	// A larger answer is written from the buffer itself, and an HTTP/2
+	// write that fails may still be copying it: the buffer is not reused.
 	st := newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	st.met = p.h.met
 	// Written even if the session is terminating (squeezed then, or

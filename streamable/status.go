@@ -262,6 +262,13 @@ func errBodyTimeout(limit time.Duration) *failure {
 		message: fmt.Sprintf("Request Timeout: the request body did not arrive within %s", limit)}
 }
 
+// errServerReadTimeout is 408 for a body the HTTP server's own read
+// deadline (its ReadTimeout, counted from the request's start) ended.
+func errServerReadTimeout() *failure {
+	return &failure{cause: causeBodyTimeout, status: http.StatusRequestTimeout, code: codeInvalidRequest,
+		message: "Request Timeout: the request body did not arrive within the HTTP server's read timeout"}
+}
+
 // 413 Content Too Large.
 func errBodyTooLarge(limit int64) *failure {
 	return &failure{cause: causeBodyTooLarge, status: http.StatusRequestEntityTooLarge, code: codeInvalidRequest,
