@@ -70,8 +70,11 @@ func stalledReaderBoundsABurst(t *testing.T, noLog bool) {
 	defer sr.Close()
 	select {
 	case got := <-sent:
-		if noLog && strings.HasSuffix(got, "refused 0") {
-			t.Fatalf("%s: a client that never reads took the whole burst", got)
+		// The refusal is counted when the bounded wait ends with the queue
+		// still full: the send that follows may still find room, as the cut
+		// stream's writer drains the queue (under load, every one may).
+		if refused := r.h.Stats().RefusedMessages; noLog && strings.HasSuffix(got, "refused 0") && refused == 0 {
+			t.Fatalf("%s, none counted refused: a client that never reads took the whole burst", got)
 		}
 	case <-ctx.Done():
 		t.Fatal("the tool is still sending: its wait for room is not bounded")
