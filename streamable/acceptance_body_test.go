@@ -25,9 +25,9 @@ type bbTrickler struct {
 	start    time.Time
 }
 
-// bbTrickle opens a raw connection and POSTs a tools/call declaring
-// declared bytes of body, then sends chunk bytes of it every interval.
-func bbTrickle(t *testing.T, endpoint, sessionID string, declared, chunk int, every time.Duration) *bbTrickler {
+// bbDial opens a raw TCP connection to endpoint's host, and returns it
+// with that host.
+func bbDial(t *testing.T, endpoint string) (net.Conn, string) {
 	t.Helper()
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -37,9 +37,17 @@ func bbTrickle(t *testing.T, endpoint, sessionID string, declared, chunk int, ev
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, u.Host
+}
+
+// bbTrickle opens a raw connection and POSTs a tools/call declaring
+// declared bytes of body, then sends chunk bytes of it every interval.
+func bbTrickle(t *testing.T, endpoint, sessionID string, declared, chunk int, every time.Duration) *bbTrickler {
+	t.Helper()
+	conn, host := bbDial(t, endpoint)
 	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMCP-Protocol-Version: %s\r\n"+
-		"Content-Length: %d\r\n\r\n", u.Host, sessionID, testutil.ProtocolVersion, declared)
+		"Content-Length: %d\r\n\r\n", host, sessionID, testutil.ProtocolVersion, declared)
 	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`)
 	tr := &bbTrickler{conn: conn, stop: make(chan struct{}), done: make(chan struct{}),
 		progress: make(chan struct{}, 1<<16), start: time.Now()}

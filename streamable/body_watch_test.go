@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -26,19 +24,12 @@ type opaqueWriter struct{ http.ResponseWriter }
 // connection of its own, and returns the answer's status line and body.
 func trickleInitialize(t *testing.T, endpoint string, pieces int, every time.Duration) (status, body string) {
 	t.Helper()
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, host := bbDial(t, endpoint)
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
 	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, testutil.ProtocolVersion)
 	if _, err := fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", u.Host, len(msg)); err != nil {
+		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", host, len(msg)); err != nil {
 		t.Fatal(err)
 	}
 	size := (len(msg) + pieces - 1) / pieces
