@@ -119,7 +119,13 @@ func (p *RoundRobinProxy) Pin(i int) {
 
 // ServeHTTP forwards r to the next backend and streams its answer back.
 // The request's context bounds the forwarded request, and so does Close.
+// The request's body is forwarded to its end even once the answer has
+// begun: net/http's HTTP/1 server would otherwise drain and close it when
+// the answer's headers are written, and the transport, failing to read
+// the body's end, would close the backend connection under the answer
+// (golang/go#40747).
 func (p *RoundRobinProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).EnableFullDuplex() // HTTP/1 only; HTTP/2 is duplex already
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(p.closed, cancel)
