@@ -107,6 +107,7 @@ func TestGoSDKResumesACallCutRightAfterItsPrimingEvent(t *testing.T) {
 	params.SetProgressToken("gosdk-resume")
 	got, err := callParams(ctx, cs, params)
 	if want := fmt.Sprintf("done %d steps", callSteps); err != nil || got != want {
+		r.checkResumedFromPriming(t) // says where the cut came, if not where it was meant to
 		t.Fatalf("call through the cut: %q, %v; want %q", got, err, want)
 	}
 	d.waitCall(t)

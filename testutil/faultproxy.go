@@ -87,7 +87,7 @@ type ConnInfo struct {
 	Target string
 	Header map[string][]string
 	Up     int64 // bytes forwarded client to backend so far
-	Down   int64 // bytes forwarded backend to client so far
+	Down   int64 // bytes forwarded backend to client so far (counted as each write to the client begins)
 }
 
 // FaultProxy is a TCP proxy for fault tests: it listens on 127.0.0.1 and

@@ -181,13 +181,16 @@ func (c *faultConn) forwardDown(data []byte) bool {
 		}
 		k, act := c.nextFault(data)
 		if k > 0 {
-			n, err := c.client.Write(data[:k])
+			// Counted before the write: a client that reads these bytes
+			// and at once sends its next request on the connection
+			// (keep-alive) must find them counted, so that a fault armed
+			// by that request (requestSeen) counts After from its own
+			// answer's first byte, not from inside the last answer.
 			c.mu.Lock()
-			c.down += int64(n)
-			if n > 0 {
-				c.lastDown = data[n-1]
-			}
+			c.down += int64(k)
+			c.lastDown = data[k-1]
 			c.mu.Unlock()
+			n, err := c.client.Write(data[:k])
 			c.p.down.Add(int64(n))
 			if err != nil {
 				c.fail()
