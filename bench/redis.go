@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -56,6 +57,18 @@ func IsNoRedisServer(err error) bool { return errors.Is(err, ErrNoRedisServer) }
 func (b *RedisBackend) newStore() *redisstore.Store {
 	prefix := "bench" + strconv.FormatInt(b.stores.Add(1), 10) + ":"
 	return redisstore.New(b.client, redisstore.Options{Prefix: prefix})
+}
+
+// Info returns the server's INFO section (e.g. "commandstats"), for a
+// profile's count of the commands a cell sent.
+func (b *RedisBackend) Info(ctx context.Context, section string) (string, error) {
+	return b.client.Info(ctx, section).Result()
+}
+
+// ResetStats resets the server's statistics (CONFIG RESETSTAT), so that
+// an Info after it counts from here.
+func (b *RedisBackend) ResetStats(ctx context.Context) error {
+	return b.client.ConfigResetStat(ctx).Err()
 }
 
 // Close closes the client, stops redis-server and removes its directory.

@@ -48,6 +48,24 @@ type EventLog interface {
 	PurgeSession(ctx context.Context, sessionID string) error
 }
 
+// EventBatchLog is an EventLog that can record several events of one
+// stream in one call: for a log kept in another process, one round trip
+// instead of one per event. A transport uses it, when its log has it, for
+// the messages it writes to a stream together (a response's priming event
+// and first messages, a burst of notifications). redisstore.EventLog
+// implements it.
+type EventBatchLog interface {
+	EventLog
+	// StoreEvents records messages, in order, as the next events of the
+	// session's stream streamID, and returns their ids in that order:
+	// what as many StoreEvent calls in a row would record and return,
+	// bounds included. It records all of them or, when it returns an
+	// error, none; a message larger than the log's byte bound fails the
+	// whole call with an error wrapping ErrEventTooLarge. It does not keep
+	// messages.
+	StoreEvents(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) ([]string, error)
+}
+
 // ErrUnknownEventID is mcp-go's server.ErrUnknownEventID, the error that
 // ReplayEventsAfter wraps for an id it cannot replay after; mcp-go's
 // transport answers it with 400. It is the same value, so errors.Is

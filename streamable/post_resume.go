@@ -167,18 +167,24 @@ func (p *postStream) returned() {
 // cancelled as it would be without a log.
 func (p *postStream) sendRecorded(msgs [][]byte) {
 	p.name()
-	parent := p.recordParent()
 	// A response that opens with msgs primes with an id recorded before
 	// theirs: a client that got only the priming event resumes from it and
-	// is replayed msgs.
-	prime := ""
-	if p.sse == nil {
-		prime = p.recordPriming(parent)
+	// is replayed msgs. The priming event and msgs are recorded in one
+	// call (one round trip, with a log in Redis).
+	priming := p.sse == nil && primes(p.sess.ProtocolVersion())
+	batch := msgs
+	if priming {
+		batch = append(make([][]byte, 0, 1+len(msgs)), nil)
+		batch = append(batch, msgs...)
 	}
-	ids := make([]string, len(msgs))
+	ids := p.h.recordAllOn(p.recordParent(), p.sess, p.stream, batch)
+	prime := ""
+	if priming {
+		prime, ids = ids[0], ids[1:]
+	}
 	all := true
-	for i, m := range msgs {
-		if ids[i] = p.h.recordOn(parent, p.sess, p.stream, m); ids[i] == "" {
+	for _, id := range ids {
+		if id == "" {
 			all = false
 		}
 	}

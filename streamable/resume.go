@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -69,6 +70,54 @@ func (h *Handler) recordOn(parent context.Context, sess *session, stream string,
 		defer cancel()
 	}
 	id, err := log.StoreEvent(ctx, sess.id, stream, msg)
+	return h.recorded(sess, stream, msg, id, err)
+}
+
+// recordAllOn stores msgs as the next events of sess's stream, in order,
+// and returns their SSE ids, each as recordOn would: with a log that
+// records batches (sessionstore.EventBatchLog, the Redis log), in one
+// call, one round trip for them all. A batch the log refuses for a
+// message's size is recorded one by one, so that only that message goes
+// without an id.
+func (h *Handler) recordAllOn(parent context.Context, sess *session, stream string, msgs [][]byte) []string {
+	ids := make([]string, len(msgs))
+	batcher, ok := h.cfg.EventLog.(sessionstore.EventBatchLog)
+	if !ok || len(msgs) < 2 {
+		for i, m := range msgs {
+			ids[i] = h.recordOn(parent, sess, stream, m)
+		}
+		return ids
+	}
+	ctx, cancel := context.WithTimeout(parent, h.cfg.WriteTimeout) // as recordOn bounds one
+	defer cancel()
+	raw := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		raw[i] = m
+	}
+	got, err := batcher.StoreEvents(ctx, sess.id, stream, raw)
+	if errors.Is(err, sessionstore.ErrEventTooLarge) {
+		for i, m := range msgs {
+			ids[i] = h.recordOn(parent, sess, stream, m)
+		}
+		return ids
+	}
+	if err == nil && len(got) != len(msgs) {
+		err = fmt.Errorf("the event log returned %d ids for %d messages", len(got), len(msgs))
+	}
+	for i, m := range msgs {
+		var id string
+		if err == nil {
+			id = got[i]
+		}
+		ids[i] = h.recorded(sess, stream, m, id, err)
+	}
+	return ids
+}
+
+// recorded is what recordOn and recordAllOn return for msg, which the log
+// stored as id or refused with err: its SSE id, or "" (counted, and
+// logged now and then).
+func (h *Handler) recorded(sess *session, stream string, msg []byte, id string, err error) string {
 	if err == nil {
 		id = wireEventID(stream, id)
 		if !validEventID(id) {

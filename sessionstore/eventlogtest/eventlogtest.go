@@ -39,7 +39,8 @@ type Harness struct {
 	ExpiryTTL time.Duration
 }
 
-// Run runs every conformance test against h, each as a subtest.
+// Run runs every conformance test against h, each as a subtest, and the
+// tests of sessionstore.EventBatchLog when h's logs implement it.
 func Run(t *testing.T, h Harness) {
 	tests := []struct {
 		name string
@@ -63,6 +64,13 @@ func Run(t *testing.T, h Harness) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
+	}
+	// A log that records batches keeps what one StoreEvent at a time would.
+	probe := h.New(t, sessionstore.EventLogOptions{}).Log
+	if _, ok := probe.(sessionstore.EventBatchLog); ok {
+		for _, tc := range batchTests {
+			t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
+		}
 	}
 }
 

@@ -18,7 +18,8 @@ import (
 //
 // Each call is one Lua script, so each is atomic: concurrent StoreEvent
 // calls on one stream get ids in the order the events are kept, and a
-// replay sees a consistent log. Calls are bounded by the Store's
+// replay sees a consistent log. StoreEvents (sessionstore.EventBatchLog)
+// stores several messages of one stream in one script: one round trip. Calls are bounded by the Store's
 // OpTimeout, and one that fails because Redis is unreachable or not ready
 // wraps ErrUnavailable. Times are the Redis server's.
 //
@@ -37,8 +38,9 @@ import (
 //
 // # Bounds
 //
-// StoreEvent enforces every bound in the same script, exactly: after the
-// XADD it drops the stream's oldest entries while the stream is past its
+// StoreEvent enforces every bound in the same script, exactly (StoreEvents
+// after each of its messages' XADD, as that many StoreEvent calls would):
+// after the XADD it drops the stream's oldest entries while the stream is past its
 // event or byte bound, then the session's oldest (the stream first in the
 // sorted set, whose head is the session's oldest event) while the session
 // is past its own; the hash keeps each stream's and the session's counts
@@ -100,32 +102,65 @@ func (l *EventLog) base(sessionID string) string {
 // StoreEvent implements sessionstore.EventLog. It refuses a message over
 // EventLogOptions.MaxEventBytes with sessionstore.ErrEventTooLarge.
 func (l *EventLog) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
-	const op = "store an event"
-	if sessionID == "" || streamID == "" {
-		return "", fmt.Errorf("redisstore: %s: empty session or stream id", op)
-	}
-	if maxSize := l.opts.MaxEventBytes(); len(message) > maxSize {
-		return "", fmt.Errorf("redisstore: %s of %d bytes (at most %d): %w", op, len(message), maxSize, sessionstore.ErrEventTooLarge)
-	}
-	return l.store(ctx, sessionID, streamID, message, rand.Text())
-}
-
-// store is StoreEvent with the call's nonce, which a retry of the call
-// repeats.
-func (l *EventLog) store(ctx context.Context, sessionID, streamID string, message json.RawMessage, nonce string) (string, error) {
-	const op = "store an event"
-	ttl := ms(l.opts.TTL)
-	base := l.base(sessionID)
-	res, err := l.s.eval(ctx, l.scripts.store, []string{base + ":m", base + ":h"},
-		base, streamID, []byte(message), nonce, ttl, max(ttl/4, 1),
-		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes)
+	ids, err := l.StoreEvents(ctx, sessionID, streamID, []json.RawMessage{message})
 	if err != nil {
-		return "", fail(ctx, op, err)
-	}
-	if _, err := eventStatus(op, res); err != nil {
 		return "", err
 	}
-	return field[string](op, res, 1)
+	return ids[0], nil
+}
+
+var _ sessionstore.EventBatchLog = (*EventLog)(nil)
+
+// StoreEvents implements sessionstore.EventBatchLog: messages go in one
+// script, one round trip to Redis however many there are. It refuses the
+// whole call with sessionstore.ErrEventTooLarge when a message is over
+// EventLogOptions.MaxEventBytes.
+func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) ([]string, error) {
+	const op = "store events"
+	if sessionID == "" || streamID == "" {
+		return nil, fmt.Errorf("redisstore: %s: empty session or stream id", op)
+	}
+	if len(messages) == 0 {
+		return nil, nil
+	}
+	maxSize := l.opts.MaxEventBytes()
+	for _, m := range messages {
+		if len(m) > maxSize {
+			return nil, fmt.Errorf("redisstore: %s: one of %d bytes (at most %d): %w", op, len(m), maxSize, sessionstore.ErrEventTooLarge)
+		}
+	}
+	return l.store(ctx, sessionID, streamID, messages, rand.Text())
+}
+
+// store is StoreEvents with the call's nonce, which a retry of the call
+// repeats.
+func (l *EventLog) store(ctx context.Context, sessionID, streamID string, messages []json.RawMessage, nonce string) ([]string, error) {
+	const op = "store events"
+	ttl := ms(l.opts.TTL)
+	base := l.base(sessionID)
+	args := make([]any, 0, 9+len(messages))
+	args = append(args, base, streamID, nonce, ttl, max(ttl/4, 1),
+		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes)
+	for _, m := range messages {
+		args = append(args, []byte(m))
+	}
+	res, err := l.s.eval(ctx, l.scripts.store, []string{base + ":m", base + ":h"}, args...)
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	if _, err := eventStatus(op, res); err != nil {
+		return nil, err
+	}
+	if len(res) != 1+len(messages) {
+		return nil, fmt.Errorf("redisstore: %s: %d ids for %d messages", op, len(res)-1, len(messages))
+	}
+	ids := make([]string, len(messages))
+	for i := range ids {
+		if ids[i], err = field[string](op, res, 1+i); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // ReplayEventsAfter implements sessionstore.EventLog. It reads the events

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"crypto/rand"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -12,8 +13,9 @@ import (
 )
 
 // go-redis retries a call whose connection broke, so the store script can
-// run twice for one StoreEvent: the second run stores nothing and answers
-// the first run's id, and a replay sends the event once.
+// run twice for one StoreEvent or StoreEvents: the second run stores
+// nothing and answers the first run's ids, and a replay sends each event
+// once.
 func TestEventStoreRetryStoresOnce(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
@@ -22,21 +24,27 @@ func TestEventStoreRetryStoresOnce(t *testing.T) {
 	defer s.Close()
 	l := s.EventLog(sessionstore.EventLogOptions{})
 	ctx := t.Context()
-	first, err := l.StoreEvent(ctx, "s", "A", json.RawMessage("0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nonce := rand.Text()
-	id1, err1 := l.store(ctx, "s", "A", json.RawMessage("1"), nonce)
-	id2, err2 := l.store(ctx, "s", "A", json.RawMessage("1"), nonce)
-	if err1 != nil || err2 != nil || id1 != id2 {
-		t.Fatalf("a call and its retry answered %q, %v and %q, %v; want one id twice", id1, err1, id2, err2)
-	}
-	var got []string
-	if _, err := l.ReplayEventsAfter(ctx, "s", first, func(id string, _ json.RawMessage) error {
-		got = append(got, id)
-		return nil
-	}); err != nil || len(got) != 1 || got[0] != id1 {
-		t.Fatalf("replay after the first event sent %v, %v; want [%s]", got, err, id1)
+	for _, batch := range [][]json.RawMessage{
+		{json.RawMessage("1")},
+		{json.RawMessage("2"), json.RawMessage(""), json.RawMessage("3")},
+	} {
+		first, err := l.StoreEvent(ctx, "s", "A", json.RawMessage("0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonce := rand.Text()
+		ids1, err1 := l.store(ctx, "s", "A", batch, nonce)
+		ids2, err2 := l.store(ctx, "s", "A", batch, nonce)
+		if err1 != nil || err2 != nil || len(ids1) != len(batch) || !slices.Equal(ids1, ids2) {
+			t.Fatalf("a call of %d messages and its retry answered %q, %v and %q, %v; want the same %d ids twice",
+				len(batch), ids1, err1, ids2, err2, len(batch))
+		}
+		var got []string
+		if _, err := l.ReplayEventsAfter(ctx, "s", first, func(id string, _ json.RawMessage) error {
+			got = append(got, id)
+			return nil
+		}); err != nil || !slices.Equal(got, ids1) {
+			t.Fatalf("replay after the event before the call sent %v, %v; want %v", got, err, ids1)
+		}
 	}
 }

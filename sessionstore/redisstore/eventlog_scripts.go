@@ -16,56 +16,58 @@ import "github.com/redis/go-redis/v9"
 
 // luaEventDrop drops the oldest event of stream number m and answers how
 // many events and bytes went; a stream left empty goes, key and hash
-// fields. It updates the session's totals and the stream's head in
-// B+":h". A stream whose key is gone (evicted by a maxmemory policy) is
-// forgotten whole, so the counts stay true.
+// fields. It updates the stream's head in B+":h" and its counts, unless
+// own: the counts of the stream being stored to, and the session's
+// totals, are the store script's, kept in locals and written once. A
+// stream whose key is gone (evicted by a maxmemory policy) is forgotten
+// whole, so the counts stay true. (own never meets an empty or one-event
+// stream: the event just stored is never dropped.)
 const luaEventDrop = `
--- sub takes d from a hash field; never HINCRBY by 0, which Lua writes -0.
-local function sub(meta, f, d)
-  if d ~= 0 then redis.call('HINCRBY', meta, f, -d) end
-end
 local function forget(meta, heads, base, m)
   redis.call('DEL', base .. ':' .. m)
   local name = redis.call('HGET', meta, 'n:' .. m)
   redis.call('HDEL', meta, 's:' .. name, 'k:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
   redis.call('ZREM', heads, m)
 end
-local function drop(meta, heads, base, m)
+local function drop(meta, heads, base, m, own)
   local k = base .. ':' .. m
   local h = redis.call('XRANGE', k, '-', '+', 'COUNT', 2)
   if #h == 0 then
     local c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
     local b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or 0
-    sub(meta, 'cnt', c)
-    sub(meta, 'bytes', b)
     forget(meta, heads, base, m)
     return math.max(c, 1), b
   end
   local sz = string.len(h[1][2][2])
-  redis.call('XDEL', k, h[1][1])
-  local c = redis.call('HINCRBY', meta, 'c:' .. m, -1)
-  redis.call('HINCRBY', meta, 'cnt', -1)
-  sub(meta, 'bytes', sz)
-  sub(meta, 'b:' .. m, sz)
-  local b = tonumber(redis.call('HGET', meta, 'b:' .. m))
   if #h == 1 then
     -- The last one, whatever the counts say (after an eviction).
-    sub(meta, 'cnt', c)
-    sub(meta, 'bytes', b)
+    local c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 1
+    local b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or sz
     forget(meta, heads, base, m)
-    return 1 + c, sz + b
+    return math.max(c, 1), math.max(b, sz)
+  end
+  redis.call('XDEL', k, h[1][1])
+  if not own then
+    redis.call('HINCRBY', meta, 'c:' .. m, -1)
+    -- Never HINCRBY by -0, which Lua would write for a size of 0.
+    if sz ~= 0 then redis.call('HINCRBY', meta, 'b:' .. m, -sz) end
   end
   redis.call('ZADD', heads, string.match(h[2][1], '^%d+'), m)
   return 1, sz
 end
 `
 
-// KEYS: meta, heads. ARGV: base, stream, message, nonce (random; its
-// first 12 characters are the tag of a new log), ttl ms, slack ms, max
-// stream events, max stream bytes, max session events, max session bytes.
-// Answers {'OK', event id}. A call repeating the stream's last call (same
-// nonce: go-redis retried it after its connection broke) stores nothing
-// and answers the same id.
+// KEYS: meta, heads. ARGV: base, stream, nonce (random; its first 12
+// characters are the tag of a new log), ttl ms, slack ms, max stream
+// events, max stream bytes, max session events, max session bytes, then
+// the messages (one or more), stored in order as the stream's next
+// events. Answers {'OK', id, ...}, an event id per message. A call
+// repeating the stream's last call (same nonce: go-redis retried it after
+// its connection broke) stores nothing and answers the same ids.
+//
+// Each message is stored, and the bounds enforced after it, as a call of
+// its own would; the messages of one call share the rest: the lookup of
+// the log and the stream, the expiries, the retry's record.
 //
 // Expiry: meta and heads get the ttl; a stream key gets ttl+slack when it
 // is stored to, and every stream key of the session gets it again once
@@ -74,44 +76,61 @@ end
 // PEXPIRE per stream only once per slack. A stream key left after its
 // log lapsed is deleted when its number is given again.
 const luaEventStore = luaPrelude + luaEventDrop + `
-local meta, heads, base, stream, msg = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
-local ttl, slack = tonumber(ARGV[5]), tonumber(ARGV[6])
-local maxSE, maxSB = tonumber(ARGV[7]), tonumber(ARGV[8])
-local maxE, maxB = tonumber(ARGV[9]), tonumber(ARGV[10])
+local meta, heads, base, stream, nonce = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local ttl, slack = tonumber(ARGV[4]), tonumber(ARGV[5])
+local maxSE, maxSB = tonumber(ARGV[6]), tonumber(ARGV[7])
+local maxE, maxB = tonumber(ARGV[8]), tonumber(ARGV[9])
+local first = 10
 local now = now_ms()
-if redis.call('HSETNX', meta, 'tag', string.sub(ARGV[4], 1, 12)) == 1 then
-  redis.call('DEL', heads)
-  redis.call('HSET', meta, 'r', now, 'next', 0, 'seq', 0, 'cnt', 0, 'bytes', 0)
-end
-local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream)
+local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream, 'cnt', 'bytes')
 local tag, n, refreshed = got[1], got[2], tonumber(got[3])
-if got[4] and string.sub(got[4], 1, #ARGV[4] + 1) == ARGV[4] .. ' ' then
-  return {'OK', string.sub(got[4], #ARGV[4] + 2)}
+local cnt, bytes = tonumber(got[5]) or 0, tonumber(got[6]) or 0
+if not tag then
+  tag = string.sub(nonce, 1, 12)
+  redis.call('DEL', heads)
+  redis.call('HSET', meta, 'tag', tag, 'r', now, 'next', 0, 'seq', 0)
+  n, refreshed, cnt, bytes = nil, now, 0, 0
+elseif got[4] and string.sub(got[4], 1, #nonce + 1) == nonce .. ' ' then
+  local out = {'OK'}
+  for id in string.gmatch(string.sub(got[4], #nonce + 2), '%S+') do out[#out + 1] = id end
+  return out
 end
+local sc, sb = 0, 0 -- the stream's counts, written at the end
 if not n then
   n = redis.call('HINCRBY', meta, 'next', 1)
   redis.call('DEL', base .. ':' .. n)
-  redis.call('HSET', meta, 's:' .. stream, n, 'n:' .. n, stream, 'c:' .. n, 0, 'b:' .. n, 0)
+  redis.call('HSET', meta, 's:' .. stream, n, 'n:' .. n, stream)
+else
+  local c = redis.call('HMGET', meta, 'c:' .. n, 'b:' .. n)
+  sc, sb = tonumber(c[1]) or 0, tonumber(c[2]) or 0
 end
+n = tostring(n)
 local key = base .. ':' .. n
-local seq = redis.call('HINCRBY', meta, 'seq', 1)
-local size = string.len(msg)
-redis.call('XADD', key, seq .. '-0', 'd', msg)
-redis.call('ZADD', heads, 'NX', seq, n)
-local sc = redis.call('HINCRBY', meta, 'c:' .. n, 1)
-local sb = redis.call('HINCRBY', meta, 'b:' .. n, size)
-local cnt = redis.call('HINCRBY', meta, 'cnt', 1)
-local bytes = redis.call('HINCRBY', meta, 'bytes', size)
--- The new event is never dropped: it fits both byte bounds alone.
-while sc > maxSE or sb > maxSB do
-  local dc, db = drop(meta, heads, base, n)
-  sc, sb, cnt, bytes = sc - dc, sb - db, cnt - dc, bytes - db
-end
-while cnt > maxE or bytes > maxB do
-  local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
-  if not oldest then break end -- heads evicted by a maxmemory policy
-  local dc, db = drop(meta, heads, base, oldest)
-  cnt, bytes = cnt - dc, bytes - db
+local count = #ARGV - first + 1
+local seq0 = redis.call('HINCRBY', meta, 'seq', count) - count + 1
+local out = {'OK'}
+-- Each message as a call of its own would store it, bounds included.
+-- The stream's counts and the session's totals stay in locals until the
+-- end.
+for i = first, #ARGV do
+  local seq, size = seq0 + i - first, string.len(ARGV[i])
+  redis.call('XADD', key, seq .. '-0', 'd', ARGV[i])
+  if sc == 0 then redis.call('ZADD', heads, seq, n) end -- its oldest event
+  sc, sb, cnt, bytes = sc + 1, sb + size, cnt + 1, bytes + size
+  -- The new event is never dropped: it fits both byte bounds alone.
+  while sc > maxSE or sb > maxSB do
+    local dc, db = drop(meta, heads, base, n, true)
+    sc, sb, cnt, bytes = sc - dc, sb - db, cnt - dc, bytes - db
+  end
+  while cnt > maxE or bytes > maxB do
+    local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
+    if not oldest then break end -- heads evicted by a maxmemory policy
+    local own = oldest == n
+    local dc, db = drop(meta, heads, base, oldest, own)
+    if own then sc, sb = sc - dc, sb - db end
+    cnt, bytes = cnt - dc, bytes - db
+  end
+  out[#out + 1] = tag .. '-' .. n .. '-' .. seq
 end
 redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', heads, ttl)
@@ -122,9 +141,9 @@ if now - refreshed >= slack then
   end
   redis.call('HSET', meta, 'r', now)
 end
-local id = tag .. '-' .. n .. '-' .. seq
-redis.call('HSET', meta, 'k:' .. stream, ARGV[4] .. ' ' .. id)
-return {'OK', id}
+redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'c:' .. n, sc, 'b:' .. n, sb,
+  'k:' .. stream, nonce .. ' ' .. table.concat(out, ' ', 2))
+return out
 `
 
 // KEYS: meta. ARGV: base, tag, stream number, sequence number. Answers

@@ -9,12 +9,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,8 +44,10 @@ func main() {
 	flag.Parse()
 
 	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog}
+	var rb *bench.RedisBackend
 	if *onRedis {
-		rb, err := bench.StartRedis()
+		var err error
+		rb, err = bench.StartRedis()
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -85,6 +90,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if rb != nil {
+		if err := rb.ResetStats(context.Background()); err != nil {
+			log.Fatal(err)
+		}
+	}
 	cpu0 := processCPU()
 	rps, err := run(*dur)
 	cpuPerOp := (processCPU() - cpu0).Seconds() / (rps * dur.Seconds())
@@ -104,5 +114,38 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if rb != nil {
+		// What the cell asked of Redis, per call: each command's count
+		// and its time inside redis-server.
+		stats, err := rb.Info(context.Background(), "commandstats")
+		if err != nil {
+			log.Fatal(err)
+		}
+		printCommandStats(stats, rps*dur.Seconds())
+	}
 	fmt.Printf("PROFILE peer=%s cell=%s conc=%d dur=%v rate=%.0f/s cpu_per_op=%.1fus (process CPU, clients included)\n", *peer, *cell, *conc, *dur, rps, cpuPerOp*1e6)
+}
+
+// printCommandStats prints INFO commandstats (lines such as
+// "cmdstat_hget:calls=12,usec=30,...") as calls and redis-server
+// microseconds per operation, ops of them.
+func printCommandStats(stats string, ops float64) {
+	for _, line := range strings.Split(stats, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var calls, usec float64
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				calls = f
+			case "usec":
+				usec = f
+			}
+		}
+		fmt.Printf("REDIS %-24s %6.2f calls/op %7.2f us/op in redis-server\n", strings.TrimPrefix(name, "cmdstat_"), calls/ops, usec/ops)
+	}
 }
