@@ -5,8 +5,8 @@ import "github.com/redis/go-redis/v9"
 // The event log's scripts. Each session's events live under a base key B
 // (see EventLog.base): the hash B+":m" (fields tag, next, seq, cnt, bytes,
 // r, and per stream number N: "s:"+stream -> N, "n:"+N -> stream, "c:"+N
-// its event count, "b:"+N its bytes, "k:"+stream the nonce and id of its
-// last StoreEvent), the sorted set B+":h" of the numbers
+// its event count, "b:"+N its bytes, "k:"+stream the nonce and ids of its
+// last StoreEvent or StoreEvents), the sorted set B+":h" of the numbers
 // of the streams that hold events, each scored by the sequence number of
 // its oldest event, and one Redis stream B+":"+N per MCP stream, whose
 // entry ids are S+"-0" for the session's event sequence number S and whose
@@ -15,13 +15,13 @@ import "github.com/redis/go-redis/v9"
 // the prefix's hash tag keeps them in one slot.
 
 // luaEventDrop drops the oldest event of stream number m and answers how
-// many events and bytes went; a stream left empty goes, key and hash
-// fields. It updates the stream's head in B+":h" and its counts, unless
-// own: the counts of the stream being stored to, and the session's
-// totals, are the store script's, kept in locals and written once. A
-// stream whose key is gone (evicted by a maxmemory policy) is forgotten
-// whole, so the counts stay true. (own never meets an empty or one-event
-// stream: the event just stored is never dropped.)
+// many events and bytes went, and whether the stream went whole: a stream
+// left empty goes, key and hash fields, and so does one whose key is gone
+// or holds one entry (a maxmemory policy evicted it, and an XADD may have
+// made it again), whatever its counts say, so that they stay true. It
+// updates the stream's head in B+":h" and its counts, unless own: the
+// counts of the stream being stored to (oc events, ob bytes) are the store
+// script's, kept in locals and written once, as are the session's totals.
 const luaEventDrop = `
 local function forget(meta, heads, base, m)
   redis.call('DEL', base .. ':' .. m)
@@ -29,23 +29,21 @@ local function forget(meta, heads, base, m)
   redis.call('HDEL', meta, 's:' .. name, 'k:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
   redis.call('ZREM', heads, m)
 end
-local function drop(meta, heads, base, m, own)
+local function drop(meta, heads, base, m, own, oc, ob)
   local k = base .. ':' .. m
   local h = redis.call('XRANGE', k, '-', '+', 'COUNT', 2)
-  if #h == 0 then
-    local c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
-    local b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or 0
+  if #h < 2 then
+    local c, b = oc, ob
+    if not own then
+      c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
+      b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or 0
+    end
+    local sz = 0
+    if #h == 1 then sz = string.len(h[1][2][2]) end
     forget(meta, heads, base, m)
-    return math.max(c, 1), b
+    return math.max(c, 1), math.max(b, sz), true
   end
   local sz = string.len(h[1][2][2])
-  if #h == 1 then
-    -- The last one, whatever the counts say (after an eviction).
-    local c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 1
-    local b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or sz
-    forget(meta, heads, base, m)
-    return math.max(c, 1), math.max(b, sz)
-  end
   redis.call('XDEL', k, h[1][1])
   if not own then
     redis.call('HINCRBY', meta, 'c:' .. m, -1)
@@ -53,7 +51,7 @@ local function drop(meta, heads, base, m, own)
     if sz ~= 0 then redis.call('HINCRBY', meta, 'b:' .. m, -sz) end
   end
   redis.call('ZADD', heads, string.match(h[2][1], '^%d+'), m)
-  return 1, sz
+  return 1, sz, false
 end
 `
 
@@ -95,54 +93,66 @@ elseif got[4] and string.sub(got[4], 1, #nonce + 1) == nonce .. ' ' then
   for id in string.gmatch(string.sub(got[4], #nonce + 2), '%S+') do out[#out + 1] = id end
   return out
 end
+-- register gives the stream a new number, as the first call to it does.
+local function register()
+  local m = redis.call('HINCRBY', meta, 'next', 1)
+  redis.call('DEL', base .. ':' .. m) -- left from a log that lapsed
+  redis.call('HSET', meta, 's:' .. stream, m, 'n:' .. m, stream)
+  return tostring(m)
+end
 local sc, sb = 0, 0 -- the stream's counts, written at the end
 if not n then
-  n = redis.call('HINCRBY', meta, 'next', 1)
-  redis.call('DEL', base .. ':' .. n)
-  redis.call('HSET', meta, 's:' .. stream, n, 'n:' .. n, stream)
+  n = register()
 else
   local c = redis.call('HMGET', meta, 'c:' .. n, 'b:' .. n)
   sc, sb = tonumber(c[1]) or 0, tonumber(c[2]) or 0
 end
-n = tostring(n)
-local key = base .. ':' .. n
 local count = #ARGV - first + 1
 local seq0 = redis.call('HINCRBY', meta, 'seq', count) - count + 1
 local out = {'OK'}
+local gone = false -- the stream went whole (its key was evicted)
 -- Each message as a call of its own would store it, bounds included.
 -- The stream's counts and the session's totals stay in locals until the
 -- end.
 for i = first, #ARGV do
+  if gone then n, sc, sb, gone = register(), 0, 0, false end
   local seq, size = seq0 + i - first, string.len(ARGV[i])
-  redis.call('XADD', key, seq .. '-0', 'd', ARGV[i])
-  if sc == 0 then redis.call('ZADD', heads, seq, n) end -- its oldest event
+  redis.call('XADD', base .. ':' .. n, seq .. '-0', 'd', ARGV[i])
+  -- The stream's head: its first event's; NX, once a call, puts back a
+  -- head a maxmemory policy evicted.
+  if sc == 0 or i == first then redis.call('ZADD', heads, 'NX', seq, n) end
   sc, sb, cnt, bytes = sc + 1, sb + size, cnt + 1, bytes + size
-  -- The new event is never dropped: it fits both byte bounds alone.
-  while sc > maxSE or sb > maxSB do
-    local dc, db = drop(meta, heads, base, n, true)
-    sc, sb, cnt, bytes = sc - dc, sb - db, cnt - dc, bytes - db
+  -- The new event is never dropped (it fits both byte bounds alone),
+  -- unless the stream's key was evicted: then the stream goes whole.
+  while not gone and (sc > maxSE or sb > maxSB) do
+    local dc, db, whole = drop(meta, heads, base, n, true, sc, sb)
+    sc, sb, cnt, bytes, gone = sc - dc, sb - db, cnt - dc, bytes - db, whole
   end
   while cnt > maxE or bytes > maxB do
     local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
     if not oldest then break end -- heads evicted by a maxmemory policy
-    local own = oldest == n
-    local dc, db = drop(meta, heads, base, oldest, own)
-    if own then sc, sb = sc - dc, sb - db end
+    local own = not gone and oldest == n
+    local dc, db, whole = drop(meta, heads, base, oldest, own, sc, sb)
+    if own then sc, sb, gone = sc - dc, sb - db, whole end
     cnt, bytes = cnt - dc, bytes - db
   end
   out[#out + 1] = tag .. '-' .. n .. '-' .. seq
 end
 redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', heads, ttl)
-redis.call('PEXPIRE', key, ttl + slack)
+if not gone then redis.call('PEXPIRE', base .. ':' .. n, ttl + slack) end
 if now - refreshed >= slack then
   for _, m in ipairs(redis.call('ZRANGE', heads, 0, -1)) do
     redis.call('PEXPIRE', base .. ':' .. m, ttl + slack)
   end
   redis.call('HSET', meta, 'r', now)
 end
-redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'c:' .. n, sc, 'b:' .. n, sb,
-  'k:' .. stream, nonce .. ' ' .. table.concat(out, ' ', 2))
+local ids = nonce .. ' ' .. table.concat(out, ' ', 2)
+if gone then
+  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'k:' .. stream, ids)
+else
+  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'c:' .. n, sc, 'b:' .. n, sb, 'k:' .. stream, ids)
+end
 return out
 `
 

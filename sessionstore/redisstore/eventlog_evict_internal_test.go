@@ -1,0 +1,147 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lifeline-mcp/lifeline/sessionstore"
+	"github.com/lifeline-mcp/lifeline/testutil"
+)
+
+// checkLogHash fails the test unless the session's log hash agrees with
+// itself: every stream number has its name, count and bytes, no count
+// outlives its stream, and the session's totals are the streams' sums.
+func checkLogHash(t *testing.T, c *redis.Client, l *EventLog, session, when string) {
+	t.Helper()
+	meta, err := c.HGetAll(context.Background(), l.base(session)+":m").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sumC, sumB int
+	for f, v := range meta {
+		kind, num, ok := strings.Cut(f, ":")
+		if !ok {
+			continue
+		}
+		switch kind {
+		case "n":
+			if meta["s:"+v] != num {
+				t.Fatalf("%s: n:%s = %q but s:%s = %q\n%v", when, num, v, v, meta["s:"+v], meta)
+			}
+			_, hasC := meta["c:"+num]
+			_, hasB := meta["b:"+num]
+			if !hasC || !hasB {
+				t.Fatalf("%s: stream %s has no count or bytes\n%v", when, num, meta)
+			}
+		case "c", "b":
+			if _, ok := meta["n:"+num]; !ok {
+				t.Fatalf("%s: %s outlives its stream\n%v", when, f, meta)
+			}
+			n, _ := strconv.Atoi(v)
+			if kind == "c" {
+				sumC += n
+			} else {
+				sumB += n
+			}
+		}
+	}
+	if meta["cnt"] != strconv.Itoa(sumC) || meta["bytes"] != strconv.Itoa(sumB) {
+		t.Fatalf("%s: cnt %s, bytes %s; the streams hold %d events, %d bytes\n%v", when, meta["cnt"], meta["bytes"], sumC, sumB, meta)
+	}
+}
+
+// A maxmemory policy may evict the key of the very stream being stored to
+// (its events expire like the rest): its next event makes the key again,
+// holding only that event. The log then forgets the stream, as it forgets
+// any whose key it finds gone, and its counts stay true: a later stream
+// keeps every event its bounds allow, and no count is left behind. Both
+// one event at a time and in batches.
+func TestEventLogOwnStreamKeyEvicted(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
+	defer c.Close()
+	s := New(c, Options{Prefix: "evict:"})
+	defer s.Close()
+	ctx := t.Context()
+	msgs := func(n int) []json.RawMessage {
+		out := make([]json.RawMessage, n)
+		for i := range out {
+			out[i] = json.RawMessage(`"m"`)
+		}
+		return out
+	}
+	for _, batch := range []int{1, 3} {
+		session := fmt.Sprint("batch", batch)
+		l := s.EventLog(sessionstore.EventLogOptions{MaxStreamEvents: 3, MaxSessionEvents: 4})
+		for range 2 {
+			if _, err := l.StoreEvents(ctx, session, "A", msgs(batch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Del(ctx, l.base(session)+":1") // A's key, evicted
+		for range 2 {
+			if _, err := l.StoreEvents(ctx, session, "A", msgs(batch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLogHash(t, c, l, session, fmt.Sprintf("batches of %d, after A's key was evicted", batch))
+		// B alone, within its bounds: each of its events stays.
+		var first string
+		for i := range 3 {
+			ids, err := l.StoreEvents(ctx, session, "B", msgs(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = ids[0]
+			}
+		}
+		sent := 0
+		if _, err := l.ReplayEventsAfter(ctx, session, first, func(string, json.RawMessage) error {
+			sent++
+			return nil
+		}); err != nil || sent != 2 {
+			t.Fatalf("batches of %d: replay after B's first event sent %d, %v; want its 2 later events", batch, sent, err)
+		}
+		checkLogHash(t, c, l, session, fmt.Sprintf("batches of %d, B stored", batch))
+	}
+}
+
+// Stores in batches of 1-4 on a few streams, under small bounds, with
+// stream keys (the one stored to included) and now and then the heads set
+// evicted in between: after every call the log's hash agrees with itself.
+func TestEventLogCountsStayTrueUnderEviction(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
+	defer c.Close()
+	s := New(c, Options{Prefix: "evictrand:"})
+	defer s.Close()
+	ctx := t.Context()
+	l := s.EventLog(sessionstore.EventLogOptions{MaxStreamEvents: 4, MaxStreamBytes: 40, MaxSessionEvents: 9, MaxSessionBytes: 80})
+	rng := rand.New(rand.NewPCG(12, 3))
+	for op := range 600 {
+		batch := make([]json.RawMessage, 1+rng.IntN(4))
+		for i := range batch {
+			batch[i] = json.RawMessage(`"` + strings.Repeat("x", rng.IntN(8)) + `"`)
+		}
+		stream := fmt.Sprint("s", rng.IntN(4))
+		if _, err := l.StoreEvents(ctx, "s", stream, batch); err != nil {
+			t.Fatal(err)
+		}
+		checkLogHash(t, c, l, "s", fmt.Sprintf("op %d", op))
+		switch rng.IntN(10) {
+		case 0, 1:
+			next, _ := c.HGet(ctx, l.base("s")+":m", "next").Int()
+			c.Del(ctx, fmt.Sprintf("%s:%d", l.base("s"), 1+rng.IntN(max(next, 1))))
+		case 2:
+			c.Del(ctx, l.base("s")+":h")
+		}
+	}
+}
