@@ -3,14 +3,12 @@ package streamable_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/streamable"
-	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
 // batchLog is a sessionstore.EventBatchLog on the memory log that records,
@@ -65,35 +63,8 @@ func (l *batchLog) recorded() [][]int {
 // first; a client that got only the priming event resumes from it and is
 // replayed everything after it, the answer included.
 func TestResponseOpeningIsRecordedInOneCall(t *testing.T) {
-	const steps = 3
-	step := make(chan struct{}, 1)
 	log := &batchLog{MemoryEventLog: sessionstore.NewMemoryEventLog(sessionstore.MemoryEventLogOptions{})}
-	// No heartbeat: nothing opens the response before the first message.
-	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled, EventLog: log}, steppedTool(steps, step))
-	c := r.client()
-	initializeAt(t, c, "2025-11-25")
-	ctx := testutil.Context(t, wait)
-	step <- struct{}{} // progress 1 opens the response
-	call := callStepped(t, ctx, c, 5)
-	first, err := call.Next(ctx)
-	if err != nil || !first.IsPriming() {
-		t.Fatalf("first event %+v (%v), want the priming event", first, err)
-	}
-	pr := &postReader{t: t, ids: map[string]bool{}}
-	pr.take(first)
-	call.Close() // the connection drops after the priming event
-	for range steps {
-		select {
-		case step <- struct{}{}:
-		case <-ctx.Done():
-			t.Fatal("the tool stopped taking steps once its stream was cut: the request was cancelled")
-		}
-	}
-	resumed := openResume(t, c, pr.lastID)
-	wantStatus(t, "GET resuming from the priming event", resumed.Status, http.StatusOK, resumed.Body)
-	pr.until(ctx, resumed, -1)
-	pr.check(steps, "5")
-
+	resumeFromPriming(t, streamable.Config{EventLog: log})
 	calls := log.recorded()
 	if len(calls) == 0 || len(calls[0]) < 2 || calls[0][0] != 0 {
 		t.Fatalf("the response's store calls, by message size: %v; want the first to hold the priming event (0 bytes) and progress 1", calls)

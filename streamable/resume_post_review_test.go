@@ -21,10 +21,19 @@ import (
 // after the priming event resumes from its id: the first message, which
 // it never got, is replayed with the rest.
 func TestResumeFromThePrimingEventReplaysTheFirstMessage(t *testing.T) {
+	resumeFromPriming(t, streamable.Config{})
+}
+
+// resumeFromPriming runs a stepped call whose connection drops after the
+// priming event on a rig with cfg (heartbeats off: nothing opens the
+// response before the first message), resumes from the priming event's
+// id, and fails the test unless every step and the answer arrive.
+func resumeFromPriming(t *testing.T, cfg streamable.Config) {
+	t.Helper()
 	const steps = 3
 	step := make(chan struct{}, 1)
-	// No heartbeat: nothing opens the response before the first message.
-	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled}, steppedTool(steps, step))
+	cfg.HeartbeatInterval = streamable.Disabled
+	r := newRig(t, cfg, steppedTool(steps, step))
 	c := r.client()
 	initializeAt(t, c, "2025-11-25")
 	ctx := testutil.Context(t, wait)

@@ -74,7 +74,9 @@ func targetsOf(iv *interleaved) []target {
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
 		ts = append(ts, vs(c, vLifeline, vFloor, "the mcp-go floor", floorBound))
 	}
-	for _, c := range iv.cellsOf([]cellSpec{cellJSON1, cellJSON16, cellJSON64}) {
+	// Every tools/call cell, SSE as well as JSON: an SSE call on Redis
+	// records each event in the shared log before writing it.
+	for _, c := range iv.cellsOf([]cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64}) {
 		ts = append(ts, target{what: fmt.Sprintf("%s: p50 latency on Redis vs the memory store", c.title()),
 			got: spreadOf(iv.ratios(c.key(), vRedis, vLifeline, p50Of)), bound: redisBound, atMost: true, absent: iv.absent[vRedis]})
 	}
