@@ -66,8 +66,9 @@ import (
 // nothing and answers the same id. A Redis whose maxmemory policy evicts
 // keys can drop events before their bounds or TTL do; replaying after
 // them answers ErrUnknownEventID, and the log forgets a stream whose key
-// it finds gone, so its counts stay true. Run Redis with noeviction (or
-// accept that).
+// it finds gone when a bound's drop reaches it (until then its lost events
+// still count towards the session's bounds). Run Redis with noeviction
+// (or accept that).
 type EventLog struct {
 	s       *Store
 	opts    sessionstore.EventLogOptions

@@ -15,14 +15,26 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
-// checkLogHash fails the test unless the session's log hash agrees with
-// itself: every stream number has its name, count and bytes, no count
-// outlives its stream, and the session's totals are the streams' sums.
+// checkLogHash fails the test unless the session's log agrees with
+// itself: every stream number has its name (both ways), count and bytes,
+// no count outlives its stream, a stream's count is at least what its key
+// holds (more only after an eviction), no stream key is left without its
+// number, and the session's totals are the streams' sums.
 func checkLogHash(t *testing.T, c *redis.Client, l *EventLog, session, when string) {
 	t.Helper()
-	meta, err := c.HGetAll(context.Background(), l.base(session)+":m").Result()
+	ctx := context.Background()
+	base := l.base(session)
+	meta, err := c.HGetAll(ctx, base+":m").Result()
 	if err != nil {
 		t.Fatal(err)
+	}
+	count := func(f string) int {
+		v := meta[f]
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || strconv.Itoa(n) != v {
+			t.Fatalf("%s: %s = %q, want a count\n%v", when, f, v, meta)
+		}
+		return n
 	}
 	var sumC, sumB int
 	for f, v := range meta {
@@ -31,6 +43,10 @@ func checkLogHash(t *testing.T, c *redis.Client, l *EventLog, session, when stri
 			continue
 		}
 		switch kind {
+		case "s":
+			if meta["n:"+v] != num {
+				t.Fatalf("%s: s:%s = %q but n:%s = %q\n%v", when, num, v, v, meta["n:"+v], meta)
+			}
 		case "n":
 			if meta["s:"+v] != num {
 				t.Fatalf("%s: n:%s = %q but s:%s = %q\n%v", when, num, v, v, meta["s:"+v], meta)
@@ -40,20 +56,64 @@ func checkLogHash(t *testing.T, c *redis.Client, l *EventLog, session, when stri
 			if !hasC || !hasB {
 				t.Fatalf("%s: stream %s has no count or bytes\n%v", when, num, meta)
 			}
+			if held := c.XLen(ctx, base+":"+num).Val(); int64(count("c:"+num)) < held {
+				t.Fatalf("%s: stream %s counts %s events, its key holds %d\n%v", when, num, meta["c:"+num], held, meta)
+			}
 		case "c", "b":
 			if _, ok := meta["n:"+num]; !ok {
 				t.Fatalf("%s: %s outlives its stream\n%v", when, f, meta)
 			}
-			n, _ := strconv.Atoi(v)
 			if kind == "c" {
-				sumC += n
+				sumC += count(f)
 			} else {
-				sumB += n
+				sumB += count(f)
 			}
 		}
 	}
-	if meta["cnt"] != strconv.Itoa(sumC) || meta["bytes"] != strconv.Itoa(sumB) {
+	if next := meta["next"]; next != "" {
+		for m := 1; m <= count("next"); m++ {
+			if _, ok := meta["n:"+strconv.Itoa(m)]; !ok && c.Exists(ctx, fmt.Sprintf("%s:%d", base, m)).Val() == 1 {
+				t.Fatalf("%s: stream key %d is left without its number\n%v", when, m, meta)
+			}
+		}
+	}
+	if len(meta) > 0 && (count("cnt") != sumC || count("bytes") != sumB) {
 		t.Fatalf("%s: cnt %s, bytes %s; the streams hold %d events, %d bytes\n%v", when, meta["cnt"], meta["bytes"], sumC, sumB, meta)
+	}
+}
+
+// A maxmemory policy may evict the set of stream heads. The next call to a
+// stream puts its head back, scored by its oldest event, so the session's
+// bound still drops the oldest event first.
+func TestEventLogHeadsEvicted(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
+	defer c.Close()
+	s := New(c, Options{Prefix: "evictheads:"})
+	defer s.Close()
+	ctx := t.Context()
+	l := s.EventLog(sessionstore.EventLogOptions{MaxSessionEvents: 4})
+	store := func(stream string) string {
+		t.Helper()
+		id, err := l.StoreEvent(ctx, "s", stream, json.RawMessage(`"m"`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a1, a2 := store("A"), store("A")
+	c.Del(ctx, l.base("s")+":h")
+	b1 := store("B")
+	store("A") // A's head back, at a1
+	store("B") // the fifth event: the oldest, a1, goes
+	checkLogHash(t, c, l, "s", "after the heads were evicted")
+	if _, err := l.ReplayEventsAfter(ctx, "s", a1, func(id string, _ json.RawMessage) error { return nil }); err == nil {
+		t.Fatalf("a1, the session's oldest event, is still kept past the session's bound")
+	}
+	for _, id := range []string{a2, b1} {
+		if _, err := l.ReplayEventsAfter(ctx, "s", id, func(string, json.RawMessage) error { return nil }); err != nil {
+			t.Fatalf("replay after %s, within the bound: %v", id, err)
+		}
 	}
 }
 

@@ -15,13 +15,14 @@ import "github.com/redis/go-redis/v9"
 // the prefix's hash tag keeps them in one slot.
 
 // luaEventDrop drops the oldest event of stream number m and answers how
-// many events and bytes went, and whether the stream went whole: a stream
-// left empty goes, key and hash fields, and so does one whose key is gone
-// or holds one entry (a maxmemory policy evicted it, and an XADD may have
-// made it again), whatever its counts say, so that they stay true. It
-// updates the stream's head in B+":h" and its counts, unless own: the
-// counts of the stream being stored to (oc events, ob bytes) are the store
-// script's, kept in locals and written once, as are the session's totals.
+// many events and bytes went (as counted: the session's totals take off
+// exactly that), and whether the stream went whole: a stream left empty
+// goes, key and hash fields, and so does one whose key is gone or holds
+// one entry (a maxmemory policy evicted it, and an XADD may have made it
+// again), whatever its counts say. It re-scores the stream's head in
+// B+":h", and updates the stream's counts unless own: the counts of the
+// stream being stored to (oc events, ob bytes) are the store script's,
+// kept in locals and written once, as are the session's totals.
 const luaEventDrop = `
 local function forget(meta, heads, base, m)
   redis.call('DEL', base .. ':' .. m)
@@ -38,10 +39,8 @@ local function drop(meta, heads, base, m, own, oc, ob)
       c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
       b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or 0
     end
-    local sz = 0
-    if #h == 1 then sz = string.len(h[1][2][2]) end
     forget(meta, heads, base, m)
-    return math.max(c, 1), math.max(b, sz), true
+    return c, b, true
   end
   local sz = string.len(h[1][2][2])
   redis.call('XDEL', k, h[1][1])
@@ -118,9 +117,15 @@ for i = first, #ARGV do
   if gone then n, sc, sb, gone = register(), 0, 0, false end
   local seq, size = seq0 + i - first, string.len(ARGV[i])
   redis.call('XADD', base .. ':' .. n, seq .. '-0', 'd', ARGV[i])
-  -- The stream's head: its first event's; NX, once a call, puts back a
-  -- head a maxmemory policy evicted.
-  if sc == 0 or i == first then redis.call('ZADD', heads, 'NX', seq, n) end
+  -- The stream's head: its first event's. Once a call, NX puts back a
+  -- head that a maxmemory policy evicted, scored by the stream's oldest
+  -- entry.
+  if sc == 0 then
+    redis.call('ZADD', heads, 'NX', seq, n)
+  elseif i == first and redis.call('ZADD', heads, 'NX', seq, n) == 1 then
+    local oldest = redis.call('XRANGE', base .. ':' .. n, '-', '+', 'COUNT', 1)[1]
+    redis.call('ZADD', heads, 'XX', string.match(oldest[1], '^%d+'), n)
+  end
   sc, sb, cnt, bytes = sc + 1, sb + size, cnt + 1, bytes + size
   -- The new event is never dropped (it fits both byte bounds alone),
   -- unless the stream's key was evicted: then the stream goes whole.
