@@ -81,12 +81,15 @@ func (h *Handler) recordOn(parent context.Context, sess *session, stream string,
 // without an id.
 func (h *Handler) recordAllOn(parent context.Context, sess *session, stream string, msgs [][]byte) []string {
 	ids := make([]string, len(msgs))
-	batcher, ok := h.cfg.EventLog.(sessionstore.EventBatchLog)
-	if !ok || len(msgs) < 2 {
+	oneByOne := func() []string {
 		for i, m := range msgs {
 			ids[i] = h.recordOn(parent, sess, stream, m)
 		}
 		return ids
+	}
+	batcher, ok := h.cfg.EventLog.(sessionstore.EventBatchLog)
+	if !ok || len(msgs) < 2 {
+		return oneByOne()
 	}
 	ctx, cancel := context.WithTimeout(parent, h.cfg.WriteTimeout) // as recordOn bounds one
 	defer cancel()
@@ -96,10 +99,7 @@ func (h *Handler) recordAllOn(parent context.Context, sess *session, stream stri
 	}
 	got, err := batcher.StoreEvents(ctx, sess.id, stream, raw)
 	if errors.Is(err, sessionstore.ErrEventTooLarge) {
-		for i, m := range msgs {
-			ids[i] = h.recordOn(parent, sess, stream, m)
-		}
-		return ids
+		return oneByOne()
 	}
 	if err == nil && len(got) != len(msgs) {
 		err = fmt.Errorf("the event log returned %d ids for %d messages", len(got), len(msgs))

@@ -15,6 +15,19 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
+// testStore returns a client of a redis-server of the test's own and a
+// Store on it under prefix; both are closed when the test ends.
+func testStore(t *testing.T, prefix string) (*redis.Client, *Store) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
+	s := New(c, Options{Prefix: prefix})
+	t.Cleanup(func() {
+		_ = s.Close()
+		_ = c.Close()
+	})
+	return c, s
+}
+
 // checkLogHash fails the test unless the session's log agrees with
 // itself: every stream number has its name (both ways), count and bytes,
 // no count outlives its stream, a stream's count is at least what its key
@@ -87,10 +100,7 @@ func checkLogHash(t *testing.T, c *redis.Client, l *EventLog, session, when stri
 // bound still drops the oldest event first.
 func TestEventLogHeadsEvicted(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
-	defer c.Close()
-	s := New(c, Options{Prefix: "evictheads:"})
-	defer s.Close()
+	c, s := testStore(t, "evictheads:")
 	ctx := t.Context()
 	l := s.EventLog(sessionstore.EventLogOptions{MaxSessionEvents: 4})
 	store := func(stream string) string {
@@ -125,10 +135,7 @@ func TestEventLogHeadsEvicted(t *testing.T) {
 // one event at a time and in batches.
 func TestEventLogOwnStreamKeyEvicted(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
-	defer c.Close()
-	s := New(c, Options{Prefix: "evict:"})
-	defer s.Close()
+	c, s := testStore(t, "evict:")
 	ctx := t.Context()
 	msgs := func(n int) []json.RawMessage {
 		out := make([]json.RawMessage, n)
@@ -179,10 +186,7 @@ func TestEventLogOwnStreamKeyEvicted(t *testing.T) {
 // evicted in between: after every call the log's hash agrees with itself.
 func TestEventLogCountsStayTrueUnderEviction(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
-	defer c.Close()
-	s := New(c, Options{Prefix: "evictrand:"})
-	defer s.Close()
+	c, s := testStore(t, "evictrand:")
 	ctx := t.Context()
 	l := s.EventLog(sessionstore.EventLogOptions{MaxStreamEvents: 4, MaxStreamBytes: 40, MaxSessionEvents: 9, MaxSessionBytes: 80})
 	rng := rand.New(rand.NewPCG(12, 3))

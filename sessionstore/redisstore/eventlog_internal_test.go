@@ -6,10 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lifeline-mcp/lifeline/sessionstore"
-	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
 // go-redis retries a call whose connection broke, so the store script can
@@ -18,10 +15,7 @@ import (
 // once.
 func TestEventStoreRetryStoresOnce(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: testutil.StartRedis(t), ContextTimeoutEnabled: true})
-	defer c.Close()
-	s := New(c, Options{Prefix: "retry:"})
-	defer s.Close()
+	_, s := testStore(t, "retry:")
 	l := s.EventLog(sessionstore.EventLogOptions{})
 	ctx := t.Context()
 	for _, batch := range [][]json.RawMessage{
