@@ -91,3 +91,18 @@ func (iv *interleaved) rpsSpread(key, label string) spread {
 func (iv *interleaved) ratioSpread(key, a, b string) spread {
 	return spreadOf(iv.ratios(key, a, b, rpsOf))
 }
+
+// costBeyond is, per round that measured all four, the cost of a feature
+// to variant a (aOn over aOff, req/s) over its cost to variant b (bOn over
+// bOff): below 1 is what a pays beyond what b does.
+func (iv *interleaved) costBeyond(key, aOn, aOff, bOn, bOff string) []float64 {
+	var out []float64
+	for _, rd := range iv.rounds {
+		v := rd[key]
+		x, y, u, w := v[aOn], v[aOff], v[bOn], v[bOff]
+		if x.rps > 0 && y.rps > 0 && u.rps > 0 && w.rps > 0 {
+			out = append(out, (x.rps/y.rps)/(u.rps/w.rps))
+		}
+	}
+	return out
+}
