@@ -10,7 +10,8 @@ import (
 // The throughput cells are measured in interleaved rounds: every variant
 // (a peer, in one protocol era, with one lifeline configuration) runs at
 // once on its own port, and each round measures every cell for each
-// variant in turn, the starting variant rotating from round to round.
+// variant in turn, twice, in order and then in reverse (measureMirrored),
+// the starting variant rotating from round to round.
 
 // workload is what a cell measures.
 type workload int

@@ -38,8 +38,8 @@ type settings struct {
 	deleteN, notifyN     int
 	stallCap             time.Duration
 	heartbeat, writeTime time.Duration
-	// rounds interleaved rounds of roundDur per variant and cell measure
-	// the throughput cells of cells.
+	// rounds interleaved rounds of roundDur per variant and cell (in two
+	// halves, measureMirrored) measure the throughput cells of cells.
 	rounds   int
 	roundDur time.Duration
 	cells    []cellSpec
@@ -88,7 +88,7 @@ func main() {
 	only := flag.String("peers", strings.Join(peers, ","), "comma-separated peers to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the interleaved rounds (with -peers lifeline, of lifeline's variants alone)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 7, quick 3); more on a quiet machine narrows the ranges")
-	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round (default 1s, quick 300ms)")
+	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round, taken in two halves (default 1s, quick 300ms)")
 	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
 	flag.Parse()
 	if *modern {

@@ -62,8 +62,8 @@ func renderMarkdown(rep report, s settings, svg string) string {
 	fmt.Fprintf(&b, "- command: `%s` (from the repository root; the harness is its own module)%s\n", cmd, quickNote)
 	fmt.Fprintf(&b, "- machine: `nproc` = %s, CPU %s, GOMAXPROCS %d, %s, %s/%s\n", sh("nproc"), cpuModel(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "- date: %s; shared, noisy machine: a ratio's range over the rounds says how far to trust it\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "- settings: heartbeat %v on every peer, lifeline write timeout %v; throughput: %d interleaved rounds of %v per variant and cell "+
-		"(at most %d calls each); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n\n",
+	fmt.Fprintf(&b, "- settings: heartbeat %v on every peer, lifeline write timeout %v; throughput: %d interleaved rounds of %v per variant and cell, in two halves "+
+		"(at most %d calls each half); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n\n",
 		s.heartbeat, s.writeTime, s.rounds, s.roundDur, s.maxReq, s.idleN, s.cpuWindow, s.deleteN, s.notifyN, s.stallCap)
 	if svg != "" {
 		link := svg
@@ -195,9 +195,11 @@ const methodology = `
   persistence off; the Redis cells say n/a when redis-server is not on PATH); and, for JSON at 64 sessions only, lifeline
   with resumability off (` + "`Config.DisableEventLog`" + `), with an SDK ` + "`MeterProvider`" + ` (a ManualReader) and with an
   always-sample SDK ` + "`TracerProvider`" + ` batching to an exporter that drops spans, as ` + "`bench/cmd/otelcost`" + ` installs them.
-  Each round measures every cell for each variant in turn; round r starts each cell at variant r mod n, so no variant
-  always runs first. A req/s is the median over the rounds; a ratio is the median over the rounds of the ratio of two
-  measurements taken seconds apart in the same round, so the machine's drift weighs less; its range (min–max over
-  the rounds) is the noise. The targets and the RATIO line use these ratios. Quick mode measures JSON and SSE at 64
+  Each round measures every cell for each variant in turn, twice for half the round's duration: in the round's order,
+  then in reverse, a variant's sample being the mean of its two halves (so each variant's measurement is centred on
+  the cell's middle, and a machine whose speed drifts across the cell slows every variant alike); round r starts each
+  cell at variant r mod n, so no variant always runs first. A req/s is the median over the rounds; a ratio is the
+  median over the rounds of the ratio of two such samples of the same round; its range (min–max over the rounds) is
+  the noise. The targets and the RATIO line use these ratios. Quick mode measures JSON and SSE at 64
   sessions and churn only.
 `

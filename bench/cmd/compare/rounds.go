@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/bench"
@@ -67,25 +68,65 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 	for r := range s.rounds {
 		began := time.Now()
 		round := map[string]map[string]sample{}
+		half := s
+		half.roundDur = s.roundDur / 2
 		for _, c := range cells {
-			round[c.key()] = map[string]sample{}
-			for _, v := range rotation(variantsOf(c, iv.variants), r) {
-				smp, err := measureCell(peers[v.label], c, s)
+			measure := func(v variant) (sample, error) {
+				smp, err := measureCell(peers[v.label], c, half)
 				if err != nil {
-					iv.noteErr(c, v, fmt.Sprintf("round %d: %v", r+1, err))
 					logf("round %d/%d %-7s %-28s %v", r+1, s.rounds, c.key(), v.label, err)
-					if _, partial := errors.AsType[*partialError](err); !partial {
-						continue
-					}
+				} else {
+					logf("round %d/%d %-7s %-28s %8.0f/s p50 %v", r+1, s.rounds, c.key(), v.label, smp.rps, smp.p50)
 				}
-				round[c.key()][v.label] = smp
-				logf("round %d/%d %-7s %-28s %8.0f/s p50 %v", r+1, s.rounds, c.key(), v.label, smp.rps, smp.p50)
+				return smp, err
 			}
+			note := func(v variant, err error) { iv.noteErr(c, v, fmt.Sprintf("round %d: %v", r+1, err)) }
+			round[c.key()] = measureMirrored(rotation(variantsOf(c, iv.variants), r), measure, note)
 		}
 		iv.rounds = append(iv.rounds, round)
 		logf("round %d/%d took %.1f s", r+1, s.rounds, time.Since(began).Seconds())
 	}
 	return iv
+}
+
+// measureMirrored measures each variant of order twice, for half a round
+// each: in order, then in reverse order. A variant's sample is the mean of
+// its two halves, so that a machine whose speed drifts while a cell is
+// measured slows every variant alike (the two halves of each are centred on
+// the cell's middle), and a burst of noise weighs half. A variant is left
+// out of the round when either half failed, unless only some of its calls
+// did (a partialError: that half counts). note gets each variant's first
+// error of the round, once.
+func measureMirrored(order []variant, measure func(variant) (sample, error), note func(variant, error)) map[string]sample {
+	halves := map[string][]sample{}
+	failed, noted := map[string]bool{}, map[string]bool{}
+	backward := slices.Clone(order)
+	slices.Reverse(backward)
+	for _, v := range slices.Concat(order, backward) {
+		if failed[v.label] {
+			continue
+		}
+		smp, err := measure(v)
+		if err != nil {
+			if !noted[v.label] {
+				noted[v.label] = true
+				note(v, err)
+			}
+			if _, partial := errors.AsType[*partialError](err); !partial {
+				failed[v.label] = true
+				continue
+			}
+		}
+		halves[v.label] = append(halves[v.label], smp)
+	}
+	out := map[string]sample{}
+	for label, hs := range halves {
+		if failed[label] || len(hs) != 2 {
+			continue
+		}
+		out[label] = sample{rps: (hs[0].rps + hs[1].rps) / 2, p50: (hs[0].p50 + hs[1].p50) / 2}
+	}
+	return out
 }
 
 // noteErr records an error of cell c for variant v.

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,5 +174,48 @@ func TestTargets(t *testing.T) {
 	}
 	if out := renderRedis(iv); !strings.Contains(out, noRedisServer) || strings.Contains(out, "| cell |") {
 		t.Errorf("Redis table without redis-server:\n%s", out)
+	}
+}
+
+// TestMeasureMirrored checks a round's measuring of one cell: every variant
+// in order and then in reverse, each sample the mean of its two halves, a
+// variant whose half failed outright left out, one whose half failed in
+// part kept, and each variant's first error noted once.
+func TestMeasureMirrored(t *testing.T) {
+	order := []variant{{label: "a"}, {label: "b"}, {label: "c"}, {label: "d"}}
+	var calls []string
+	results := map[string][]struct {
+		rps float64
+		err error
+	}{
+		"a": {{100, nil}, {200, nil}},
+		"b": {{10, nil}, {0, errors.New("down")}},
+		"c": {{50, &partialError{calls: 1, first: "x"}}, {70, &partialError{calls: 2, first: "y"}}},
+		"d": {{0, errors.New("refused")}, {40, nil}},
+	}
+	measure := func(v variant) (sample, error) {
+		calls = append(calls, v.label)
+		r := results[v.label][0]
+		results[v.label] = results[v.label][1:]
+		return sample{rps: r.rps, p50: time.Duration(r.rps) * time.Millisecond}, r.err
+	}
+	noted := map[string]int{}
+	got := measureMirrored(order, measure, func(v variant, _ error) { noted[v.label]++ })
+	if want := []string{"a", "b", "c", "d", "c", "b", "a"}; !slices.Equal(calls, want) {
+		t.Errorf("measured %v, want %v (d not again after it failed)", calls, want)
+	}
+	if s := got["a"]; s.rps != 150 || s.p50 != 150*time.Millisecond {
+		t.Errorf("a = %+v, want the mean of its halves, 150/s and 150ms", s)
+	}
+	if s, ok := got["c"]; !ok || s.rps != 60 {
+		t.Errorf("c = %+v (%v), want 60/s: partly failed halves count", s, ok)
+	}
+	for _, l := range []string{"b", "d"} {
+		if _, ok := got[l]; ok {
+			t.Errorf("%s kept, want it left out: a half failed", l)
+		}
+	}
+	if want := map[string]int{"b": 1, "c": 1, "d": 1}; !maps.Equal(noted, want) {
+		t.Errorf("noted %v, want %v", noted, want)
 	}
 }
