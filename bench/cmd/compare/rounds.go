@@ -80,7 +80,9 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 				}
 				return smp, err
 			}
-			note := func(v variant, err error) { iv.noteErr(c, v, fmt.Sprintf("round %d: %v", r+1, err)) }
+			note := func(v variant, half int, err error) {
+				iv.noteErr(c, v, fmt.Sprintf("round %d, half %d: %v", r+1, half, err))
+			}
 			round[c.key()] = measureMirrored(rotation(variantsOf(c, iv.variants), r), measure, note)
 		}
 		iv.rounds = append(iv.rounds, round)
@@ -95,29 +97,41 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 // measured slows every variant alike (the two halves of each are centred on
 // the cell's middle), and a burst of noise weighs half. A variant is left
 // out of the round when either half failed, unless only some of its calls
-// did (a partialError: that half counts). note gets each variant's first
-// error of the round, once.
-func measureMirrored(order []variant, measure func(variant) (sample, error), note func(variant, error)) map[string]sample {
+// did (a partialError: that half counts). note gets, once per variant with
+// an error, the error that decided its round: the failure that left it
+// out, else its first partial one; half is 1 or 2.
+func measureMirrored(order []variant, measure func(variant) (sample, error), note func(v variant, half int, err error)) map[string]sample {
 	halves := map[string][]sample{}
-	failed, noted := map[string]bool{}, map[string]bool{}
+	type noted struct {
+		half int
+		err  error
+	}
+	errs := map[string]noted{}
+	failed := map[string]bool{}
 	backward := slices.Clone(order)
 	slices.Reverse(backward)
-	for _, v := range slices.Concat(order, backward) {
+	for i, v := range slices.Concat(order, backward) {
 		if failed[v.label] {
 			continue
 		}
+		half := 1 + i/len(order)
 		smp, err := measure(v)
 		if err != nil {
-			if !noted[v.label] {
-				noted[v.label] = true
-				note(v, err)
+			_, partial := errors.AsType[*partialError](err)
+			if _, ok := errs[v.label]; !ok || !partial {
+				errs[v.label] = noted{half, err}
 			}
-			if _, partial := errors.AsType[*partialError](err); !partial {
+			if !partial {
 				failed[v.label] = true
 				continue
 			}
 		}
 		halves[v.label] = append(halves[v.label], smp)
+	}
+	for _, v := range order {
+		if e, ok := errs[v.label]; ok {
+			note(v, e.half, e.err)
+		}
 	}
 	out := map[string]sample{}
 	for label, hs := range halves {

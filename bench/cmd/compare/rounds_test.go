@@ -133,9 +133,9 @@ func TestRatiosAndRatioLine(t *testing.T) {
 // was not found.
 func TestTargets(t *testing.T) {
 	iv := roundsOf(
-		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 80, vFloorTracing: 90},
-		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 85, vFloorTracing: 92},
-		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 82, vFloorTracing: 91},
+		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 83, vFloorTracing: 90},
+		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 87, vFloorTracing: 92},
+		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 84, vFloorTracing: 91},
 	)
 	verdicts := map[string]string{}
 	for _, tg := range targetsOf(iv) {
@@ -144,10 +144,10 @@ func TestTargets(t *testing.T) {
 	want := map[string]string{
 		cellJSON64.title() + " vs stock mcp-go":                                "**missed**", // 0.99
 		cellJSON64.title() + " vs go-sdk":                                      "met",
-		cellJSON64.title() + " vs the mcp-go floor":                            "met",                           // 0.98
-		cellJSON64.title() + ": p50 latency on Redis vs the memory store":      "met",                           // 100/70
-		cellJSON64.title() + ": cost of " + costs[1].what + ", with / without": "met",                           // 0.95
-		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "reported: " + costs[2].noBound, // 0.82
+		cellJSON64.title() + " vs the mcp-go floor":                            "met", // 0.98
+		cellJSON64.title() + ": p50 latency on Redis vs the memory store":      "met", // 100/70
+		cellJSON64.title() + ": cost of " + costs[1].what + ", with / without": "met", // 0.95
+		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "reported: misses issue 13's 5% at 0.840x; what the SDK itself costs is the next line, and lifeline's part beyond it is held by the last",
 		cellJSON64.title() + ": cost of " + costs[3].what + ", with / without": "reported: " + costs[3].noBound,
 		cellSSE64.title() + " vs stock mcp-go":                                 "n/a: not measured",
 	}
@@ -156,12 +156,13 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s: %q, want %q", what, verdicts[what], v)
 		}
 	}
-	// Tracing beyond the SDK's own: per round (80/100)/(90/104),
-	// (85/100)/(92/102), (82/100)/(91/101); the median, 0.924, misses 0.97.
+	// Tracing beyond the SDK's own: per round (83/100)/(90/104),
+	// (87/100)/(92/102), (84/100)/(91/101); the median, 0.959, is between
+	// issue 13's 0.95 and the bound, 0.97.
 	last := targetsOf(iv)[len(targetsOf(iv))-1]
-	if !strings.Contains(last.what, "beyond the SDK's own") || last.verdict() != "**missed**" ||
-		last.got.n != 3 || math.Abs(last.got.med-0.8/(90.0/104)) > 1e-9 {
-		t.Errorf("tracing beyond the SDK's own: %q %+v %q, want missed at %.4f of 3 rounds", last.what, last.got, last.verdict(), 0.8/(90.0/104))
+	if want := 0.83 / (90.0 / 104); !strings.Contains(last.what, "beyond the SDK's own") || last.verdict() != "**missed**" ||
+		last.got.n != 3 || math.Abs(last.got.med-want) > 1e-9 {
+		t.Errorf("tracing beyond the SDK's own: %q %+v %q, want missed at %.4f of 3 rounds", last.what, last.got, last.verdict(), want)
 	}
 	iv.absent[vRedis] = noRedisServer
 	for _, tg := range targetsOf(iv) {
@@ -169,7 +170,8 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s without redis-server: %q", tg.what, tg.verdict())
 		}
 	}
-	if out := renderTargets(targetsOf(iv)); !strings.HasPrefix(out, "4 met, 2 missed: "+cellJSON64.title()+" vs stock mcp-go") {
+	if out := renderTargets(targetsOf(iv)); !strings.HasPrefix(out, "4 met, 2 missed: "+cellJSON64.title()+" vs stock mcp-go") ||
+		!strings.Contains(strings.SplitN(out, "\n", 2)[0], "; reported, not counted: "+cellJSON64.title()+": cost of "+costs[2].what) {
 		t.Errorf("targets:\n%s", out)
 	}
 	if out := renderRedis(iv); !strings.Contains(out, noRedisServer) || strings.Contains(out, "| cell |") {
@@ -180,18 +182,22 @@ func TestTargets(t *testing.T) {
 // TestMeasureMirrored checks a round's measuring of one cell: every variant
 // in order and then in reverse, each sample the mean of its two halves, a
 // variant whose half failed outright left out, one whose half failed in
-// part kept, and each variant's first error noted once.
+// part kept, and for each variant with an error the one that decided its
+// round noted once, with its half.
 func TestMeasureMirrored(t *testing.T) {
-	order := []variant{{label: "a"}, {label: "b"}, {label: "c"}, {label: "d"}}
+	order := []variant{{label: "a"}, {label: "b"}, {label: "c"}, {label: "d"}, {label: "e"}}
 	var calls []string
+	down, refused, gone := errors.New("down"), errors.New("refused"), errors.New("gone")
+	partly := &partialError{calls: 1, first: "x"}
 	results := map[string][]struct {
 		rps float64
 		err error
 	}{
 		"a": {{100, nil}, {200, nil}},
-		"b": {{10, nil}, {0, errors.New("down")}},
-		"c": {{50, &partialError{calls: 1, first: "x"}}, {70, &partialError{calls: 2, first: "y"}}},
-		"d": {{0, errors.New("refused")}, {40, nil}},
+		"b": {{10, nil}, {0, down}},
+		"c": {{50, partly}, {70, &partialError{calls: 2, first: "y"}}},
+		"d": {{0, refused}, {40, nil}},
+		"e": {{30, partly}, {0, gone}},
 	}
 	measure := func(v variant) (sample, error) {
 		calls = append(calls, v.label)
@@ -199,23 +205,28 @@ func TestMeasureMirrored(t *testing.T) {
 		results[v.label] = results[v.label][1:]
 		return sample{rps: r.rps, p50: time.Duration(r.rps) * time.Millisecond}, r.err
 	}
-	noted := map[string]int{}
-	got := measureMirrored(order, measure, func(v variant, _ error) { noted[v.label]++ })
-	if want := []string{"a", "b", "c", "d", "c", "b", "a"}; !slices.Equal(calls, want) {
+	type noted struct {
+		half int
+		err  error
+	}
+	got := map[string][]noted{}
+	out := measureMirrored(order, measure, func(v variant, half int, err error) { got[v.label] = append(got[v.label], noted{half, err}) })
+	if want := []string{"a", "b", "c", "d", "e", "e", "c", "b", "a"}; !slices.Equal(calls, want) {
 		t.Errorf("measured %v, want %v (d not again after it failed)", calls, want)
 	}
-	if s := got["a"]; s.rps != 150 || s.p50 != 150*time.Millisecond {
+	if s := out["a"]; s.rps != 150 || s.p50 != 150*time.Millisecond {
 		t.Errorf("a = %+v, want the mean of its halves, 150/s and 150ms", s)
 	}
-	if s, ok := got["c"]; !ok || s.rps != 60 {
+	if s, ok := out["c"]; !ok || s.rps != 60 {
 		t.Errorf("c = %+v (%v), want 60/s: partly failed halves count", s, ok)
 	}
-	for _, l := range []string{"b", "d"} {
-		if _, ok := got[l]; ok {
+	for _, l := range []string{"b", "d", "e"} {
+		if _, ok := out[l]; ok {
 			t.Errorf("%s kept, want it left out: a half failed", l)
 		}
 	}
-	if want := map[string]int{"b": 1, "c": 1, "d": 1}; !maps.Equal(noted, want) {
-		t.Errorf("noted %v, want %v", noted, want)
+	want := map[string][]noted{"b": {{2, down}}, "c": {{1, partly}}, "d": {{1, refused}}, "e": {{2, gone}}}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("noted %v, want %v (e: the failure that left it out, not its first partial error)", got, want)
 	}
 }

@@ -86,14 +86,32 @@ func targetsOf(iv *interleaved) []target {
 	}
 	if iv.measured(cellJSON64) {
 		for _, c := range costs {
-			ts = append(ts, target{what: fmt.Sprintf("%s: cost of %s, with / without", cellJSON64.title(), c.what),
-				got: iv.ratioSpread(cellJSON64.key(), c.on, c.off), bound: featureBound, none: c.noBound})
+			t := target{what: fmt.Sprintf("%s: cost of %s, with / without", cellJSON64.title(), c.what),
+				got: iv.ratioSpread(cellJSON64.key(), c.on, c.off), bound: featureBound, none: c.noBound}
+			if t.none == sdkCostHeld {
+				t.none = sdkCostVerdict(t.got)
+			}
+			ts = append(ts, t)
 		}
 		ts = append(ts, target{what: fmt.Sprintf("%s: cost of always-sample SDK tracing beyond the SDK's own "+
 			"(lifeline's with / without over the floor's, the same span)", cellJSON64.title()),
 			got: spreadOf(iv.costBeyond(cellJSON64.key(), vTracing, vLifeline, vFloorTracing, vFloor)), bound: spanBound})
 	}
 	return ts
+}
+
+// sdkCostHeld marks a cost (always-sampled tracing's) that is reported
+// against issue 13's 5% and held, as a target, to its part beyond what the
+// SDK itself costs the floor (the last target); sdkCostVerdict words it.
+const sdkCostHeld = "held beyond the SDK's own cost"
+
+// sdkCostVerdict says whether a cost marked sdkCostHeld is within issue 13's
+// 5%, and where it is held.
+func sdkCostVerdict(got spread) string {
+	if got.n > 0 && got.med < featureBound {
+		return fmt.Sprintf("misses issue 13's 5%% at %.3fx; what the SDK itself costs is the next line, and lifeline's part beyond it is held by the last", got.med)
+	}
+	return "within issue 13's 5%; lifeline's part beyond what the SDK itself costs (the next line) is also held by the last"
 }
 
 // renderTargets renders the targets as a table, a summary line first.
@@ -114,6 +132,11 @@ func renderTargets(ts []target) string {
 	fmt.Fprintf(&b, "%d met, %d missed", met, len(missed))
 	if len(missed) > 0 {
 		b.WriteString(": " + strings.Join(missed, "; "))
+	}
+	for _, t := range ts {
+		if strings.HasPrefix(t.none, "misses") {
+			fmt.Fprintf(&b, "; reported, not counted: %s %s", t.what, t.none)
+		}
 	}
 	b.WriteString(". Each is a median of per-round ratios of the interleaved rounds (range in brackets); " +
 		"lifeline on the Redis store is held to its latency bound against the memory store, not to the peers' req/s; " +
