@@ -68,11 +68,11 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 	for r := range s.rounds {
 		began := time.Now()
 		round := map[string]map[string]sample{}
-		half := s
-		half.roundDur = s.roundDur / 2
+		halfRound := s
+		halfRound.roundDur = s.roundDur / 2
 		for _, c := range cells {
 			measure := func(v variant) (sample, error) {
-				smp, err := measureCell(peers[v.label], c, half)
+				smp, err := measureCell(peers[v.label], c, halfRound)
 				if err != nil {
 					logf("round %d/%d %-7s %-28s %v", r+1, s.rounds, c.key(), v.label, err)
 				} else {
