@@ -19,7 +19,13 @@ import (
 // Each call is one Lua script, so each is atomic: concurrent StoreEvent
 // calls on one stream get ids in the order the events are kept, and a
 // replay sees a consistent log. StoreEvents (sessionstore.EventBatchLog)
-// stores several messages of one stream in one script: one round trip. Calls are bounded by the Store's
+// stores several messages of one stream in one script: one round trip.
+// Stores made at once share round trips (eval_shared.go): one goes out on
+// its own, and the ones made while it is in flight go out together, once
+// it was answered, as pipelines (one per store of the busiest stream among
+// them), each still a script of its own; a store whose caller gave up
+// before its pipeline went out is not sent. So a Store has one round trip
+// of stores in flight at a time. Calls are bounded by the Store's
 // OpTimeout, and one that fails because Redis is unreachable or not ready
 // wraps ErrUnavailable. Times are the Redis server's.
 //
@@ -63,8 +69,10 @@ import (
 //
 // go-redis may repeat a call whose connection broke: StoreEvent passes a
 // random nonce, and a call that repeats the stream's last one stores
-// nothing and answers the same id. A Redis whose maxmemory policy evicts
-// keys can drop events before their bounds or TTL do; replaying after
+// nothing and answers the same id. go-redis resends a whole pipeline, so
+// no pipeline carries two stores of one stream. A Redis whose maxmemory
+// policy evicts keys can drop events before their bounds or TTL do;
+// replaying after
 // them answers ErrUnknownEventID, and the log forgets a stream whose key
 // it finds gone when a bound's drop reaches it (until then its lost events
 // still count towards the session's bounds). Run Redis with noeviction
@@ -145,7 +153,7 @@ func (l *EventLog) store(ctx context.Context, sessionID, streamID string, messag
 	for _, m := range messages {
 		args = append(args, []byte(m))
 	}
-	res, err := l.s.eval(ctx, l.scripts.store, []string{base + ":m", base + ":h"}, args...)
+	res, err := l.s.evalShared(ctx, scriptCall{script: l.scripts.store, keys: []string{base + ":m", base + ":h"}, args: args, once: base + " " + streamID})
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,9 +21,9 @@ import (
 // meanwhile wait together and go out as one pipeline (at most maxLiveBatch
 // of them) once one of those returns, so that under load a check costs a
 // fraction of a round trip's system calls, and alone it costs one round
-// trip, as before. Each answer is as fresh as a call of its own: its check
-// runs after the call began. Every caller returns when its own context
-// ends; a batch runs on a goroutine of its own, within OpTimeout.
+// trip, as before (trip_share.go). Each answer is as fresh as a call of its
+// own: its check runs after the call began. A call returns within
+// OpTimeout, and at once when its context ends while it waits for a batch.
 func (s *Store) CheckLive(ctx context.Context, id string) error {
 	const op = "check a session"
 	var sent time.Duration
@@ -37,23 +36,9 @@ func (s *Store) CheckLive(ctx context.Context, id string) error {
 			return nil
 		}
 	}
-	var ans checkAnswer
-	if s.checks.tryAlone() {
-		defer s.checks.doneAlone()
-		octx, cancel := s.opCtx(ctx)
-		ans = s.checkCmd(octx, s.client, id, mark).answer()
-		cancel()
-	} else {
-		b, i, leader := s.checks.join(id, mark)
-		if leader && !s.checks.startBatch(func() { s.runLiveBatch(b) }) {
-			s.runLiveBatch(b) // the Store is closed: on this goroutine
-		}
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return fail(ctx, op, context.Cause(ctx))
-		}
-		ans = b.answers[i]
+	ans, err := s.checks.do(ctx, liveCall{id, mark})
+	if err != nil {
+		return fail(ctx, op, err)
 	}
 	if ans.err != nil {
 		return fail(ctx, op, ans.err)
@@ -71,145 +56,77 @@ const (
 	maxLiveBatch  = 256
 )
 
-// liveChecks is CheckLive's share of round trips: its slots (a semaphore)
-// and the batch forming while every slot is taken, and the batches'
-// goroutines, which Close joins.
-type liveChecks struct {
-	slots   chan struct{}
-	mu      sync.Mutex
-	forming *liveBatch
-	closed  bool
-	batches sync.WaitGroup // Add under mu, before closed
+// liveCall is one CheckLive's check: the session, and whether it marks a
+// window (luaCheck) or not (HGET).
+type liveCall struct {
+	id   string
+	mark bool
 }
 
-// startBatch runs run on a goroutine of its own, unless the Store is
-// closed (false).
-func (c *liveChecks) startBatch(run func()) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.batches.Go(run)
-	return true
-}
-
-// close waits for the batches running: each ends within OpTimeout.
-func (c *liveChecks) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.batches.Wait()
-}
-
-func newLiveChecks() liveChecks { return liveChecks{slots: make(chan struct{}, maxLiveChecks)} }
-
-// liveBatch is checks that go out as one pipeline. answers is written by
-// its leader before done closes.
-type liveBatch struct {
-	ids     []string
-	marks   []bool // each check's mark (luaCheck) or not (HGET)
-	answers []checkAnswer
-	done    chan struct{}
-}
-
-// tryAlone takes a slot if one is free.
-func (c *liveChecks) tryAlone() bool {
-	select {
-	case c.slots <- struct{}{}:
-		return true
-	default:
-		return false
+// liveSend is how CheckLive's checks go out (tripShare): one with
+// checkCmd on the client, a batch with pipelineChecks.
+func (s *Store) liveSend() tripSend[liveCall, checkAnswer] {
+	return tripSend[liveCall, checkAnswer]{
+		alone: func(ctx context.Context, c liveCall) checkAnswer {
+			return s.checkCmd(ctx, s.client, c.id, c.mark).answer()
+		},
+		pipeline: s.pipelineLiveChecks,
+		failed:   func(err error) checkAnswer { return checkAnswer{err: err} },
 	}
 }
 
-func (c *liveChecks) doneAlone() { <-c.slots }
-
-// join adds id to the batch forming (starting one, whose leader the caller
-// then is, when none is or the one forming is full) and returns it and
-// id's place in it.
-func (c *liveChecks) join(id string, mark bool) (b *liveBatch, i int, leader bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.forming == nil || len(c.forming.ids) == maxLiveBatch {
-		c.forming = &liveBatch{done: make(chan struct{})}
-		leader = true
-	}
-	b = c.forming
-	b.ids = append(b.ids, id)
-	b.marks = append(b.marks, mark)
-	return b, len(b.ids) - 1, leader
-}
-
-// runLiveBatch waits for a slot, closes b to new checks and sends them as
-// one pipeline, within OpTimeout from now (whatever any one caller's
-// context: each waits on its own), then answers each. Every path closes
-// b.done.
-func (s *Store) runLiveBatch(b *liveBatch) {
-	octx, cancel := s.opCtx(context.Background())
-	defer cancel()
-	defer close(b.done)
-	select {
-	case s.checks.slots <- struct{}{}:
-		defer s.checks.doneAlone()
-	case <-octx.Done():
-		s.closeBatch(b)
-		b.answers = make([]checkAnswer, len(b.ids))
-		for i := range b.answers {
-			b.answers[i].err = octx.Err()
+// pipelineLiveChecks sends the checks of calls whose callers still wait
+// as one pipeline and answers each; when Redis had lost the check script
+// (a restart), it loads it once and sends those checks again, of callers
+// still waiting, as one pipeline.
+func (s *Store) pipelineLiveChecks(ctx context.Context, calls []liveCall, waiting func(i int) bool) []checkAnswer {
+	answers := make([]checkAnswer, len(calls))
+	failed := func(err error) checkAnswer { return checkAnswer{err: err} }
+	send := func(at []int) {
+		sub := make([]liveCall, len(at))
+		for j, i := range at {
+			sub[j] = calls[i]
 		}
-		return
+		for j, ans := range s.pipelineChecks(ctx, sub) {
+			answers[at[j]] = ans
+		}
 	}
-	s.closeBatch(b)
-	b.answers = s.pipelineChecks(octx, b.ids, b.marks)
+	send(stillWaiting(upTo(len(calls)), waiting, answers, failed))
 	var lost []int // the checks Redis had lost the script for
-	for i, ans := range b.answers {
+	for i, ans := range answers {
 		if isNoScript(ans.err) {
 			lost = append(lost, i)
 		}
 	}
 	if len(lost) == 0 {
-		return
+		return answers
 	}
-	// Redis lost its scripts (a restart): load it once and send those
-	// checks again, as one pipeline.
-	if err := s.scripts.check.Load(octx, s.client).Err(); err != nil {
+	if err := s.scripts.check.Load(ctx, s.client).Err(); err != nil {
 		for _, i := range lost {
-			b.answers[i].err = fmt.Errorf("reloading the check script: %w", err)
+			answers[i].err = fmt.Errorf("reloading the check script: %w", err)
 		}
-		return
+		return answers
 	}
-	ids, marks := make([]string, len(lost)), make([]bool, len(lost))
-	for j, i := range lost {
-		ids[j], marks[j] = b.ids[i], b.marks[i]
-	}
-	for j, ans := range s.pipelineChecks(octx, ids, marks) {
-		b.answers[lost[j]] = ans
-	}
-}
-
-// pipelineChecks sends the checks of ids as one pipeline and answers each.
-func (s *Store) pipelineChecks(ctx context.Context, ids []string, marks []bool) []checkAnswer {
-	pipe := s.client.Pipeline()
-	cmds := make([]checkResult, len(ids))
-	for i, id := range ids {
-		cmds[i] = s.checkCmd(ctx, pipe, id, marks[i])
-	}
-	_, _ = pipe.Exec(ctx) // each command's own error is read below
-	answers := make([]checkAnswer, len(ids))
-	for i, cmd := range cmds {
-		answers[i] = cmd.answer()
+	if again := stillWaiting(lost, waiting, answers, failed); len(again) > 0 {
+		send(again)
 	}
 	return answers
 }
 
-// closeBatch ends b's forming: later checks start another.
-func (s *Store) closeBatch(b *liveBatch) {
-	s.checks.mu.Lock()
-	if s.checks.forming == b {
-		s.checks.forming = nil
+// pipelineChecks sends the checks of calls as one pipeline and answers
+// each.
+func (s *Store) pipelineChecks(ctx context.Context, calls []liveCall) []checkAnswer {
+	pipe := s.client.Pipeline()
+	cmds := make([]checkResult, len(calls))
+	for i, c := range calls {
+		cmds[i] = s.checkCmd(ctx, pipe, c.id, c.mark)
 	}
-	s.checks.mu.Unlock()
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	answers := make([]checkAnswer, len(calls))
+	for i, cmd := range cmds {
+		answers[i] = cmd.answer()
+	}
+	return answers
 }
 
 // checkAnswer is a check's answer: the record's state ("" for none) and,
@@ -230,7 +147,7 @@ type checkResult interface{ answer() checkAnswer }
 // writes; else an HGET of the state, or, where the client may read from a
 // replica, the same through a script, which goes to the primary. A script
 // sent to the client runs with EVALSHA and falls back to EVAL; on a
-// pipeline it is EVALSHA alone (runLiveBatch resends the checks that fail
+// pipeline it is EVALSHA alone (pipelineLiveChecks resends the checks that fail
 // with NOSCRIPT).
 func (s *Store) checkCmd(ctx context.Context, c redis.Cmdable, id string, mark bool) checkResult {
 	switch keys := []string{s.keyRecord(id)}; {

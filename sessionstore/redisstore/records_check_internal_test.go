@@ -91,15 +91,15 @@ func TestLiveBatchAfterAScriptFlush(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	b := &liveBatch{ids: []string{"live", "unknown", "live"}, marks: []bool{true, true, false}, done: make(chan struct{})}
-	s.runLiveBatch(b)
+	calls := []liveCall{{"live", true}, {"unknown", true}, {"live", false}}
+	answers := s.pipelineLiveChecks(ctx, calls, func(int) bool { return true })
 	for i, want := range []checkAnswer{{state: stateLive, marked: true}, {}, {state: stateLive}} {
-		got := b.answers[i]
+		got := answers[i]
 		if got.err != nil || got.state != want.state || got.marked != want.marked {
-			t.Fatalf("check %d (%s): %+v; want %+v", i, b.ids[i], got, want)
+			t.Fatalf("check %d (%s): %+v; want %+v", i, calls[i].id, got, want)
 		}
 	}
-	if ttl := b.answers[0].ttl; ttl <= 0 || ttl > time.Minute {
+	if ttl := answers[0].ttl; ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("the live record's ttl: %v, want within a minute", ttl)
 	}
 }

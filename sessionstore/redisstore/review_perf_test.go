@@ -13,11 +13,10 @@ import (
 )
 
 // OpTimeout bounds every call "on top of the caller's context", and a
-// CheckLive on its own returns when its context ends. One that leads a
-// batch (every slot taken: a Redis that is slow to answer) runs the batch
-// under context.WithoutCancel and waits for a slot and the pipeline
-// whatever its own context: its caller, whose context ended 50 ms in,
-// waits out the whole OpTimeout.
+// CheckLive on its own returns when its context ends. One that starts a
+// batch (every slot taken: a Redis that is slow to answer) returns when
+// its context ends too, 50 ms in, not when the batch, on a goroutine of
+// its own, ends within OpTimeout.
 func TestReviewCheckLiveLeaderReturnsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
 	const opTimeout = 2 * time.Second
@@ -56,7 +55,7 @@ func TestReviewCheckLiveLeaderReturnsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := s.CheckLive(ctx, "a") // the batch's leader
+	err := s.CheckLive(ctx, "a") // starts a batch
 	took := time.Since(start)
 	resume()
 	alone.Wait()

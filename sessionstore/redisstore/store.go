@@ -96,8 +96,9 @@ type Store struct {
 	opts    Options
 	scripts scripts
 	bus     *bus
-	checks  liveChecks // CheckLive's calls in flight and the batch forming (records_check.go)
-	live    *liveCache // CheckLive's answers kept for LiveCacheWindow (live_cache.go)
+	checks  *tripShare[liveCall, checkAnswer]    // CheckLive's calls in flight and the batch forming (records_check.go)
+	evals   *tripShare[scriptCall, scriptAnswer] // the event log's stores in flight and the batch forming (eval_shared.go)
+	live    *liveCache                           // CheckLive's answers kept for LiveCacheWindow (live_cache.go)
 	// checkOnPrimary: the client may read from replicas, so CheckLive
 	// reads through a script, which runs on the primary.
 	checkOnPrimary bool
@@ -116,7 +117,9 @@ func New(client redis.UniversalClient, opts Options) *Store {
 			"replicas sharing sessions use the same prefix, and nothing else on the Redis may")
 	}
 	opts = opts.withDefaults()
-	s := &Store{client: client, opts: opts, scripts: newScripts(), checks: newLiveChecks(), live: newLiveCache(opts.LiveCacheWindow), checkOnPrimary: readsReplicas(client)}
+	s := &Store{client: client, opts: opts, scripts: newScripts(), live: newLiveCache(opts.LiveCacheWindow), checkOnPrimary: readsReplicas(client)}
+	s.checks = newTripShare(s.liveSend(), opts.OpTimeout, maxLiveChecks, maxLiveBatch)
+	s.evals = newTripShare(s.evalSend(), opts.OpTimeout, maxScriptsAlone, maxScriptBatch)
 	s.bus = newBus(client, busConfig{
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",
@@ -137,6 +140,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 func (s *Store) Close() error {
 	s.bus.close()
 	s.checks.close()
+	s.evals.close()
 	return nil
 }
 

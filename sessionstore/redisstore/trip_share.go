@@ -1,0 +1,209 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// tripShare lets calls made at once share round trips to Redis: up to
+// len(slots) calls go out on their own; while that many are in flight, the
+// calls that come meanwhile wait together in a batch (at most maxBatch of
+// them) and go out as pipelines once a slot frees (one pipeline, unless
+// the sender splits it: eval_shared.go). Under load a call then costs a
+// fraction of a round trip's system calls and of the client's per-call
+// work; alone, it costs one round trip, as without sharing. Each call is
+// sent after it was made, so its answer is as fresh as a call of its own.
+//
+// A call returns within opTimeout, and at once when its context ends while
+// it waits for a batch; a batched call whose caller returned so is not
+// sent, unless its pipeline went out already. A batch runs on a goroutine
+// of its own (started when the batch forms, joined by close); once the
+// Store is closed, a call that finds no slot free waits for one, bounded
+// by its context and opTimeout, and goes out alone.
+type tripShare[Q, A any] struct {
+	send      tripSend[Q, A]
+	opTimeout time.Duration
+	slots     chan struct{}
+	maxBatch  int
+	mu        sync.Mutex
+	forming   *tripBatch[Q, A]
+	closed    bool
+	batches   sync.WaitGroup // Add under mu, before closed
+}
+
+// tripBatch is calls that go out together. answers is written by the
+// batch's goroutine before done closes.
+type tripBatch[Q, A any] struct {
+	calls   []Q
+	ctxs    []context.Context // each call's caller's
+	answers []A
+	done    chan struct{}
+}
+
+// newTripShare returns a tripShare that sends with send, up to alone calls
+// on their own at once and up to maxBatch in one batch, each call bounded
+// by opTimeout.
+func newTripShare[Q, A any](send tripSend[Q, A], opTimeout time.Duration, alone, maxBatch int) *tripShare[Q, A] {
+	return &tripShare[Q, A]{send: send, opTimeout: opTimeout, slots: make(chan struct{}, alone), maxBatch: maxBatch}
+}
+
+// tripSend is how a tripShare sends. alone sends one call within ctx (the
+// caller's, bounded by opTimeout). pipeline sends a batch's calls within
+// ctx (opTimeout from when the batch began to wait for a slot), as one
+// pipeline or several, checking waiting(i) (whether calls[i]'s caller
+// still waits for its answer) before each pipeline and answering a call
+// whose caller left with failed. keep copies what a call refers to that
+// its caller may reuse once it returned (a batched call can outlive its
+// caller); nil when there is nothing. failed answers a call that was not
+// sent, with why.
+type tripSend[Q, A any] struct {
+	alone    func(ctx context.Context, call Q) A
+	pipeline func(ctx context.Context, calls []Q, waiting func(i int) bool) []A
+	keep     func(call Q) Q
+	failed   func(err error) A
+}
+
+// do sends call, on its own when a slot is free, else in the batch
+// forming, and returns its answer; err is the context's when ctx ended
+// first.
+func (t *tripShare[Q, A]) do(ctx context.Context, call Q) (ans A, err error) {
+	if t.tryAlone() {
+		defer t.doneAlone()
+		octx, cancel := context.WithTimeout(ctx, t.opTimeout)
+		defer cancel()
+		return t.send.alone(octx, call), nil
+	}
+	b, i, ok := t.join(ctx, call)
+	if !ok {
+		return t.closedDo(ctx, call)
+	}
+	select {
+	case <-b.done:
+		return b.answers[i], nil
+	case <-ctx.Done():
+		return ans, context.Cause(ctx)
+	}
+}
+
+// closedDo sends call on its own once a slot frees, within opTimeout: the
+// Store is closed, and no batch goroutine starts.
+func (t *tripShare[Q, A]) closedDo(ctx context.Context, call Q) (ans A, err error) {
+	octx, cancel := context.WithTimeout(ctx, t.opTimeout)
+	defer cancel()
+	select {
+	case t.slots <- struct{}{}:
+		defer t.doneAlone()
+	case <-octx.Done():
+		if err := context.Cause(ctx); err != nil {
+			return ans, err
+		}
+		return t.send.failed(octx.Err()), nil
+	}
+	return t.send.alone(octx, call), nil
+}
+
+// tryAlone takes a slot if one is free.
+func (t *tripShare[Q, A]) tryAlone() bool {
+	select {
+	case t.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *tripShare[Q, A]) doneAlone() { <-t.slots }
+
+// join adds call to the batch forming (starting one, and its goroutine,
+// when none is or the one forming is full) and returns it and call's
+// place in it; ok is false, and call is in no batch, once the Store is
+// closed.
+func (t *tripShare[Q, A]) join(ctx context.Context, call Q) (b *tripBatch[Q, A], i int, ok bool) {
+	if t.send.keep != nil {
+		call = t.send.keep(call)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, 0, false
+	}
+	if t.forming == nil || len(t.forming.calls) == t.maxBatch {
+		nb := &tripBatch[Q, A]{done: make(chan struct{})}
+		t.forming = nb
+		t.batches.Go(func() { t.run(nb) })
+	}
+	b = t.forming
+	b.calls = append(b.calls, call)
+	b.ctxs = append(b.ctxs, ctx)
+	return b, len(b.calls) - 1, true
+}
+
+// run waits for a slot, closes b to new calls and sends them, within
+// opTimeout from now (whatever any one caller's context: each waits on its
+// own), then answers each. Every path closes b.done.
+func (t *tripShare[Q, A]) run(b *tripBatch[Q, A]) {
+	octx, cancel := context.WithTimeout(context.Background(), t.opTimeout)
+	defer cancel()
+	defer close(b.done)
+	select {
+	case t.slots <- struct{}{}:
+		defer t.doneAlone()
+	case <-octx.Done():
+		t.closeBatch(b)
+		b.answers = make([]A, len(b.calls))
+		for i := range b.answers {
+			b.answers[i] = t.send.failed(octx.Err())
+		}
+		return
+	}
+	t.closeBatch(b)
+	waiting := func(i int) bool { return b.ctxs[i].Err() == nil }
+	b.answers = t.send.pipeline(octx, b.calls, waiting)
+}
+
+// closeBatch ends b's forming: later calls start another.
+func (t *tripShare[Q, A]) closeBatch(b *tripBatch[Q, A]) {
+	t.mu.Lock()
+	if t.forming == b {
+		t.forming = nil
+	}
+	t.mu.Unlock()
+}
+
+// close waits for the batches running: each ends within opTimeout.
+func (t *tripShare[Q, A]) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.batches.Wait()
+}
+
+// errCallerLeft answers a batched call that was not sent because its
+// caller had returned (its context ended) before its pipeline went out.
+var errCallerLeft = errors.New("redisstore: not sent: the caller left before its pipeline went out")
+
+// stillWaiting returns the indexes of at whose callers still wait
+// (waiting), in order, and answers each of the others with
+// failed(errCallerLeft).
+func stillWaiting[A any](at []int, waiting func(i int) bool, answers []A, failed func(error) A) []int {
+	kept := make([]int, 0, len(at))
+	for _, i := range at {
+		if waiting(i) {
+			kept = append(kept, i)
+		} else {
+			answers[i] = failed(errCallerLeft)
+		}
+	}
+	return kept
+}
+
+// upTo returns 0, 1, ..., n-1.
+func upTo(n int) []int {
+	at := make([]int, n)
+	for i := range at {
+		at[i] = i
+	}
+	return at
+}
