@@ -49,12 +49,12 @@ type pausedStore struct {
 	resume    func()
 }
 
-func newPausedStore(t *testing.T, prefix string) *pausedStore {
+func newPausedStore(t *testing.T, prefix string, opTimeout time.Duration) *pausedStore {
 	t.Helper()
 	p := &pausedStore{rs: testutil.StartRedisServer(t)}
 	p.c = redis.NewClient(&redis.Options{Addr: p.rs.Addr(), ContextTimeoutEnabled: true})
 	p.c.AddHook(pipelineCounter{&p.pipelines})
-	p.s = New(p.c, Options{Prefix: prefix, OpTimeout: 10 * time.Second})
+	p.s = New(p.c, Options{Prefix: prefix, OpTimeout: opTimeout})
 	p.l = p.s.EventLog(sessionstore.EventLogOptions{})
 	if _, err := p.l.StoreEvent(t.Context(), "other", "A", nil); err != nil { // loads the script
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 // its busiest stream goes out as k pipelines.
 func TestEventStoresMadeAtOnceSharePipelines(t *testing.T) {
 	t.Parallel()
-	p := newPausedStore(t, "share:")
+	p := newPausedStore(t, "share:", 10*time.Second)
 	ctx := t.Context()
 
 	type call struct {
@@ -230,14 +230,24 @@ func TestScriptBatchAfterAScriptFlush(t *testing.T) {
 	base := l.base("s")
 	calls := []scriptCall{storeCall(l, "s", "A", "1"), storeCall(l, "s", "B", "2"), storeCall(l, "s", "A", "3"), storeCall(l, "s", "C", "4"),
 		{script: l.scripts.replay, keys: []string{base + ":m"}, args: []any{base, "AAAAAAAAAAAA", "1", "1"}}}
-	answers := s.pipelineScripts(ctx, calls, func(i int) bool { return i != 3 }) // C's caller gave up
+	asked := false
+	answers := s.pipelineScripts(ctx, calls, func(i int) bool { // C's caller leaves once its first send failed
+		if i != 3 {
+			return true
+		}
+		defer func() { asked = true }()
+		return !asked
+	})
 	for i, a := range answers[:3] {
 		if a.err != nil || len(a.res) != 2 || a.res[0] != statusOK {
 			t.Fatalf("store %d after the flush: %v, %v", i, a.res, a.err)
 		}
 	}
 	if a := answers[3]; !errors.Is(a.err, errCallerLeft) {
-		t.Fatalf("the store whose caller gave up: %v, %v; want it not sent again", a.res, a.err)
+		t.Fatalf("the store whose caller left after its first send failed: %v, %v; want it not sent again", a.res, a.err)
+	}
+	if has, err := c.HExists(ctx, base+":m", "s:C").Result(); err != nil || has {
+		t.Fatalf("stream C is in the log (%v, %v): the store whose caller left was sent again", has, err)
 	}
 	if a := answers[4]; a.err != nil || len(a.res) != 1 || a.res[0] != "UNKNOWN" {
 		t.Fatalf("a replay of an unknown id after the flush: %v, %v", a.res, a.err)
@@ -309,5 +319,34 @@ func TestBatchedScriptKeepsACopyOfItsMessages(t *testing.T) {
 	copy(msg, "reused!")
 	if got := string(c.args[2].([]byte)); got != "message" || c.args[0] != "base" || c.args[1] != 7 {
 		t.Fatalf("the batched call's arguments after the caller reused its buffer: %v", c.args)
+	}
+}
+
+// A store that waits in a batch behind a round trip Redis does not answer
+// returns within OpTimeout of its call, as a store on its own does, with
+// ErrUnavailable: it does not wait for the round trip ahead of it and then
+// for its batch's own.
+func TestEventStoresBehindAStuckRoundTripReturnWithinOpTimeout(t *testing.T) {
+	t.Parallel()
+	const opTimeout = time.Second
+	p := newPausedStore(t, "stuck:", opTimeout)
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	results := make(chan result, 2)
+	store := func(stream string) {
+		start := time.Now()
+		_, err := p.l.StoreEvent(context.Background(), "s", stream, json.RawMessage("1"))
+		results <- result{err, time.Since(start)}
+	}
+	go store("A")
+	testutil.Eventually(t, 5*time.Second, "the slot taken", func() bool { return len(p.s.evals.slots) == maxScriptsAlone })
+	go store("B")
+	for range 2 {
+		r := wait(t, results, "a store on a stopped Redis")
+		if !errors.Is(r.err, ErrUnavailable) || r.took > opTimeout*3/2 {
+			t.Fatalf("a store on a stopped Redis returned after %v with %v; want ErrUnavailable within about OpTimeout (%v)", r.took, r.err, opTimeout)
+		}
 	}
 }

@@ -25,9 +25,11 @@ import (
 // it was answered, as pipelines (one per store of the busiest stream among
 // them), each still a script of its own; a store whose caller gave up
 // before its pipeline went out is not sent. So a Store has one round trip
-// of stores in flight at a time. Calls are bounded by the Store's
-// OpTimeout, and one that fails because Redis is unreachable or not ready
-// wraps ErrUnavailable. Times are the Redis server's.
+// of stores in flight at a time, and one that Redis does not answer holds
+// the stores made meanwhile until it times out. Calls are bounded by the
+// Store's OpTimeout (a batched store, from its call), and one that fails
+// because Redis is unreachable or not ready wraps ErrUnavailable. Times
+// are the Redis server's.
 //
 // # Layout
 //

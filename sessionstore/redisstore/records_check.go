@@ -83,6 +83,9 @@ func (s *Store) pipelineLiveChecks(ctx context.Context, calls []liveCall, waitin
 	answers := make([]checkAnswer, len(calls))
 	failed := func(err error) checkAnswer { return checkAnswer{err: err} }
 	send := func(at []int) {
+		if len(at) == 0 {
+			return
+		}
 		sub := make([]liveCall, len(at))
 		for j, i := range at {
 			sub[j] = calls[i]

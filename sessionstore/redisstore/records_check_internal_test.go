@@ -92,7 +92,18 @@ func TestLiveBatchAfterAScriptFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := []liveCall{{"live", true}, {"unknown", true}, {"live", false}}
-	answers := s.pipelineLiveChecks(ctx, calls, func(int) bool { return true })
+	calls = append(calls, liveCall{"live", true})
+	asked := false
+	answers := s.pipelineLiveChecks(ctx, calls, func(i int) bool { // the last caller leaves once its first send failed
+		if i != 3 {
+			return true
+		}
+		defer func() { asked = true }()
+		return !asked
+	})
+	if !errors.Is(answers[3].err, errCallerLeft) {
+		t.Fatalf("the check whose caller left after its first send failed: %+v; want it not sent again", answers[3])
+	}
 	for i, want := range []checkAnswer{{state: stateLive, marked: true}, {}, {state: stateLive}} {
 		got := answers[i]
 		if got.err != nil || got.state != want.state || got.marked != want.marked {

@@ -17,7 +17,7 @@ import (
 // batch (every slot taken: a Redis that is slow to answer) returns when
 // its context ends too, 50 ms in, not when the batch, on a goroutine of
 // its own, ends within OpTimeout.
-func TestReviewCheckLiveLeaderReturnsWhenItsContextEnds(t *testing.T) {
+func TestReviewCheckLiveInABatchReturnsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
 	const opTimeout = 2 * time.Second
 	rs := testutil.StartRedisServer(t)

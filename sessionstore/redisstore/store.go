@@ -134,11 +134,16 @@ func New(client redis.UniversalClient, opts Options) *Store {
 }
 
 // Close stops the bus: it closes every subscription of this Store, closes
-// its pub/sub connection and waits for the dispatcher to exit. Subscribe
-// fails afterwards with ErrClosed; the other methods keep working while the
-// client is open. Close is idempotent.
+// its pub/sub connection and waits for the dispatcher to exit. It also
+// waits for the round trips that calls made at once share (CheckLive's,
+// the event log's stores) to end, each within OpTimeout of its last
+// caller's call or of its going out. Subscribe fails afterwards with
+// ErrClosed; the other methods keep working while the client is open,
+// each call going out on its own. Close is idempotent.
 func (s *Store) Close() error {
 	s.bus.close()
+	s.checks.markClosed()
+	s.evals.markClosed()
 	s.checks.close()
 	s.evals.close()
 	return nil

@@ -17,8 +17,8 @@ import (
 // sent after it was made, so its answer is as fresh as a call of its own.
 //
 // A call returns within opTimeout, and at once when its context ends while
-// it waits for a batch; a batched call whose caller returned so is not
-// sent, unless its pipeline went out already. A batch runs on a goroutine
+// it waits for a batch; a batched call whose caller returned is not sent,
+// unless its pipeline went out already. A batch runs on a goroutine
 // of its own (started when the batch forms, joined by close); once the
 // Store is closed, a call that finds no slot free waits for one, bounded
 // by its context and opTimeout, and goes out alone.
@@ -37,7 +37,8 @@ type tripShare[Q, A any] struct {
 // batch's goroutine before done closes.
 type tripBatch[Q, A any] struct {
 	calls   []Q
-	ctxs    []context.Context // each call's caller's
+	ctxs    []context.Context // each call's: its caller's, ended at most opTimeout after it joined, and when it returns
+	last    time.Time         // when the last call's context ends at the latest
 	answers []A
 	done    chan struct{}
 }
@@ -75,15 +76,22 @@ func (t *tripShare[Q, A]) do(ctx context.Context, call Q) (ans A, err error) {
 		defer cancel()
 		return t.send.alone(octx, call), nil
 	}
-	b, i, ok := t.join(ctx, call)
+	// The call's context ends with its caller's, opTimeout from now, and
+	// when do returns: a call whose caller left is not sent.
+	cctx, cancel := context.WithTimeout(ctx, t.opTimeout)
+	defer cancel()
+	b, i, ok := t.join(cctx, call)
 	if !ok {
 		return t.closedDo(ctx, call)
 	}
 	select {
 	case <-b.done:
 		return b.answers[i], nil
-	case <-ctx.Done():
-		return ans, context.Cause(ctx)
+	case <-cctx.Done():
+		if err := context.Cause(ctx); err != nil {
+			return ans, err
+		}
+		return t.send.failed(cctx.Err()), nil
 	}
 }
 
@@ -137,30 +145,56 @@ func (t *tripShare[Q, A]) join(ctx context.Context, call Q) (b *tripBatch[Q, A],
 	b = t.forming
 	b.calls = append(b.calls, call)
 	b.ctxs = append(b.ctxs, ctx)
+	b.last = time.Now().Add(t.opTimeout)
 	return b, len(b.calls) - 1, true
 }
 
-// run waits for a slot, closes b to new calls and sends them, within
-// opTimeout from now (whatever any one caller's context: each waits on its
-// own), then answers each. Every path closes b.done.
+// run waits for a slot, closes b to new calls and sends them within
+// opTimeout from then (whatever any one caller's context: each waits on
+// its own), then answers each. It stops waiting for the slot once every
+// call's context has ended (each at most opTimeout after its call joined):
+// no caller is left to answer. Every path closes b.done.
 func (t *tripShare[Q, A]) run(b *tripBatch[Q, A]) {
-	octx, cancel := context.WithTimeout(context.Background(), t.opTimeout)
-	defer cancel()
 	defer close(b.done)
-	select {
-	case t.slots <- struct{}{}:
-		defer t.doneAlone()
-	case <-octx.Done():
-		t.closeBatch(b)
+	if !t.takeSlotFor(b) {
 		b.answers = make([]A, len(b.calls))
 		for i := range b.answers {
-			b.answers[i] = t.send.failed(octx.Err())
+			b.answers[i] = t.send.failed(context.DeadlineExceeded)
 		}
 		return
 	}
-	t.closeBatch(b)
+	defer t.doneAlone()
+	octx, cancel := context.WithTimeout(context.Background(), t.opTimeout)
+	defer cancel()
 	waiting := func(i int) bool { return b.ctxs[i].Err() == nil }
 	b.answers = t.send.pipeline(octx, b.calls, waiting)
+}
+
+// takeSlotFor waits for a slot for b and closes b to new calls; false
+// when b's last call's context ended first (b is closed then too).
+func (t *tripShare[Q, A]) takeSlotFor(b *tripBatch[Q, A]) bool {
+	for {
+		t.mu.Lock()
+		wait := time.Until(b.last)
+		t.mu.Unlock()
+		timer := time.NewTimer(wait)
+		select {
+		case t.slots <- struct{}{}:
+			timer.Stop()
+			t.closeBatch(b)
+			return true
+		case <-timer.C:
+		}
+		t.mu.Lock()
+		over := !time.Now().Before(b.last) // no call joined meanwhile
+		if over && t.forming == b {
+			t.forming = nil
+		}
+		t.mu.Unlock()
+		if over {
+			return false
+		}
+	}
 }
 
 // closeBatch ends b's forming: later calls start another.
@@ -172,12 +206,19 @@ func (t *tripShare[Q, A]) closeBatch(b *tripBatch[Q, A]) {
 	t.mu.Unlock()
 }
 
-// close waits for the batches running: each ends within opTimeout.
+// close stops new batches from forming (markClosed) and waits for the
+// batches running: each ends within opTimeout of its last call's
+// joining, or of its taking a slot.
 func (t *tripShare[Q, A]) close() {
+	t.markClosed()
+	t.batches.Wait()
+}
+
+// markClosed stops new batches from forming: later calls go out alone.
+func (t *tripShare[Q, A]) markClosed() {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
-	t.batches.Wait()
 }
 
 // errCallerLeft answers a batched call that was not sent because its

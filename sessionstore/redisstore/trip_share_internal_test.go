@@ -15,7 +15,7 @@ import (
 // out.
 func TestEventStoreGivenUpBeforeItsBatchIsNotSent(t *testing.T) {
 	t.Parallel()
-	p := newPausedStore(t, "giveup:")
+	p := newPausedStore(t, "giveup:", 10*time.Second)
 	ctx := t.Context()
 	alone := p.takeSlot(t, "other", "A", json.RawMessage("1"))
 
@@ -66,7 +66,7 @@ func TestEventStoreGivenUpBeforeItsBatchIsNotSent(t *testing.T) {
 // the slot taken waits for it, and returns when its context ends.
 func TestEventStoreOnAClosedStoreReturnsWithItsContext(t *testing.T) {
 	t.Parallel()
-	p := newPausedStore(t, "closed:")
+	p := newPausedStore(t, "closed:", 10*time.Second)
 	alone := p.takeSlot(t, "other", "A", json.RawMessage("1"))
 	closed := make(chan error, 1)
 	go func() { closed <- p.s.Close() }()
