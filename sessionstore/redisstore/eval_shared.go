@@ -72,9 +72,12 @@ func (s *Store) evalSend() tripSend[scriptCall, scriptAnswer] {
 			c.args = args
 			return c
 		},
-		failed: func(err error) scriptAnswer { return scriptAnswer{err: err} },
+		failed: scriptFailed,
 	}
 }
+
+// scriptFailed answers a script that was not run, with why.
+func scriptFailed(err error) scriptAnswer { return scriptAnswer{err: err} }
 
 // pipelineScripts sends calls as pipelines of EVALSHA and answers each:
 // one pipeline per round (scriptRounds: one in all unless calls share a
@@ -84,7 +87,6 @@ func (s *Store) evalSend() tripSend[scriptCall, scriptAnswer] {
 // the next round.
 func (s *Store) pipelineScripts(ctx context.Context, calls []scriptCall, waiting func(i int) bool) []scriptAnswer {
 	answers := make([]scriptAnswer, len(calls))
-	failed := func(err error) scriptAnswer { return scriptAnswer{err: err} }
 	send := func(at []int) {
 		pipe := s.client.Pipeline()
 		cmds := make([]*redis.Cmd, len(at))
@@ -100,7 +102,7 @@ func (s *Store) pipelineScripts(ctx context.Context, calls []scriptCall, waiting
 	}
 	loaded := map[*redis.Script]error{}
 	for _, round := range scriptRounds(calls, upTo(len(calls))) {
-		if round = stillWaiting(round, waiting, answers, failed); len(round) == 0 {
+		if round = stillWaiting(round, waiting, answers, scriptFailed); len(round) == 0 {
 			continue
 		}
 		send(round)
@@ -121,7 +123,7 @@ func (s *Store) pipelineScripts(ctx context.Context, calls []scriptCall, waiting
 			}
 			lost = append(lost, i)
 		}
-		if lost = stillWaiting(lost, waiting, answers, failed); len(lost) > 0 {
+		if lost = stillWaiting(lost, waiting, answers, scriptFailed); len(lost) > 0 {
 			send(lost)
 		}
 	}

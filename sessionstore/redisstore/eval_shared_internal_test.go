@@ -19,12 +19,9 @@ import (
 )
 
 // storeCall is the store script's call storing msg on stream of session,
-// as EventLog.store makes it.
+// as StoreEvent makes it.
 func storeCall(l *EventLog, session, stream, msg string) scriptCall {
-	base, ttl := l.base(session), ms(l.opts.TTL)
-	return scriptCall{script: l.scripts.store, keys: []string{base + ":m", base + ":h"}, once: base + " " + stream, args: []any{
-		base, stream, rand.Text(), ttl, ttl / 4,
-		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes, []byte(msg)}}
+	return l.storeCall(session, stream, []json.RawMessage{json.RawMessage(msg)}, rand.Text())
 }
 
 // replayed is what l replays of session after id, messages only.

@@ -147,15 +147,7 @@ func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, 
 // repeats.
 func (l *EventLog) store(ctx context.Context, sessionID, streamID string, messages []json.RawMessage, nonce string) ([]string, error) {
 	const op = "store events"
-	ttl := ms(l.opts.TTL)
-	base := l.base(sessionID)
-	args := make([]any, 0, 9+len(messages))
-	args = append(args, base, streamID, nonce, ttl, max(ttl/4, 1),
-		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes)
-	for _, m := range messages {
-		args = append(args, []byte(m))
-	}
-	res, err := l.s.evalShared(ctx, scriptCall{script: l.scripts.store, keys: []string{base + ":m", base + ":h"}, args: args, once: base + " " + streamID})
+	res, err := l.s.evalShared(ctx, l.storeCall(sessionID, streamID, messages, nonce))
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -172,6 +164,20 @@ func (l *EventLog) store(ctx context.Context, sessionID, streamID string, messag
 		}
 	}
 	return ids, nil
+}
+
+// storeCall is the store script's run that stores messages on the
+// session's stream streamID, with the call's nonce.
+func (l *EventLog) storeCall(sessionID, streamID string, messages []json.RawMessage, nonce string) scriptCall {
+	ttl := ms(l.opts.TTL)
+	base := l.base(sessionID)
+	args := make([]any, 0, 9+len(messages))
+	args = append(args, base, streamID, nonce, ttl, max(ttl/4, 1),
+		l.opts.MaxStreamEvents, l.opts.MaxStreamBytes, l.opts.MaxSessionEvents, l.opts.MaxSessionBytes)
+	for _, m := range messages {
+		args = append(args, []byte(m))
+	}
+	return scriptCall{script: l.scripts.store, keys: []string{base + ":m", base + ":h"}, args: args, once: base + " " + streamID}
 }
 
 // ReplayEventsAfter implements sessionstore.EventLog. It reads the events

@@ -71,9 +71,12 @@ func (s *Store) liveSend() tripSend[liveCall, checkAnswer] {
 			return s.checkCmd(ctx, s.client, c.id, c.mark).answer()
 		},
 		pipeline: s.pipelineLiveChecks,
-		failed:   func(err error) checkAnswer { return checkAnswer{err: err} },
+		failed:   checkFailed,
 	}
 }
+
+// checkFailed answers a check that was not made, with why.
+func checkFailed(err error) checkAnswer { return checkAnswer{err: err} }
 
 // pipelineLiveChecks sends the checks of calls whose callers still wait
 // as one pipeline and answers each; when Redis had lost the check script
@@ -81,7 +84,6 @@ func (s *Store) liveSend() tripSend[liveCall, checkAnswer] {
 // still waiting, as one pipeline.
 func (s *Store) pipelineLiveChecks(ctx context.Context, calls []liveCall, waiting func(i int) bool) []checkAnswer {
 	answers := make([]checkAnswer, len(calls))
-	failed := func(err error) checkAnswer { return checkAnswer{err: err} }
 	send := func(at []int) {
 		if len(at) == 0 {
 			return
@@ -94,7 +96,7 @@ func (s *Store) pipelineLiveChecks(ctx context.Context, calls []liveCall, waitin
 			answers[at[j]] = ans
 		}
 	}
-	send(stillWaiting(upTo(len(calls)), waiting, answers, failed))
+	send(stillWaiting(upTo(len(calls)), waiting, answers, checkFailed))
 	var lost []int // the checks Redis had lost the script for
 	for i, ans := range answers {
 		if isNoScript(ans.err) {
@@ -110,7 +112,7 @@ func (s *Store) pipelineLiveChecks(ctx context.Context, calls []liveCall, waitin
 		}
 		return answers
 	}
-	if again := stillWaiting(lost, waiting, answers, failed); len(again) > 0 {
+	if again := stillWaiting(lost, waiting, answers, checkFailed); len(again) > 0 {
 		send(again)
 	}
 	return answers
