@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -94,5 +95,32 @@ func TestEventStoreOnAClosedStoreReturnsWithItsContext(t *testing.T) {
 	_, num, _, _ := parseEventID(id)
 	if n, err := p.c.XLen(t.Context(), p.l.base("s")+":"+num).Result(); err != nil || n != 1 {
 		t.Fatalf("stream P holds %d events (%v); want 1, the store that returned with its context not sent", n, err)
+	}
+}
+
+// A batch holds at most maxScriptBatch stores: the next store made while
+// the slot is taken starts a batch of its own, and every store of both
+// goes out once the slot frees.
+func TestEventStoreBatchIsBounded(t *testing.T) {
+	t.Parallel()
+	p := newPausedStore(t, "bound:", 10*time.Second)
+	alone := p.takeSlot(t, "other", "A", json.RawMessage("1"))
+	errs := make(chan error, maxScriptBatch+1)
+	for i := range maxScriptBatch + 1 {
+		go func() {
+			_, err := p.l.StoreEvent(t.Context(), "s", "P"+strconv.Itoa(i), json.RawMessage("2"))
+			errs <- err
+		}()
+		want := i%maxScriptBatch + 1 // the last one starts a second batch
+		testutil.Eventually(t, 5*time.Second, "the store joined a batch", func() bool { return p.forming() == want })
+	}
+	p.resume()
+	if err := wait(t, alone, "the store that took the slot"); err != nil {
+		t.Fatal(err)
+	}
+	for range maxScriptBatch + 1 {
+		if err := wait(t, errs, "a batched store"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
