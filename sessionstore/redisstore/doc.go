@@ -33,7 +33,7 @@
 // channel of broadcasts (sessionstore.Broadcaster), shared by every Store
 // under the prefix; P+"wake:"+random is a Store's private channel for
 // waking its own dispatcher. The event log (Store.EventLog) keeps each
-// session's events under P+"events:"+len(id)+":"+id (see EventLog). Every
+// session's events under P+"eventlog:"+len(id)+":"+id (see EventLog). Every
 // operation on records and leases is one
 // command or one Lua script, so each is atomic; times are the server's
 // (TIME).

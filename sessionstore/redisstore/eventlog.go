@@ -33,27 +33,34 @@ import (
 //
 // # Layout
 //
-// A session's events are under the base key P+"events:"+len(id)+":"+id
+// A session's events are under the base key P+"eventlog:"+len(id)+":"+id
 // (the length keeps any session id apart from the suffixes): a hash
 // (suffix ":m") with the log's tag, counters and the number of each
 // stream, a sorted set (":h") of the streams holding events scored by
-// their oldest event, and one Redis stream per MCP stream (":"+number),
-// whose entries are the events. An event id is tag-N-S: the log's random
-// tag (a new one after a purge or expiry, so ids of another session or of
-// an earlier log of the same session are unknown), the stream's number N
-// and the event's sequence number S within the session, which is also its
-// entry id (S-0).
+// their oldest event, and one Redis list per MCP stream (":"+number),
+// whose elements are the events, each its sequence number S, a space and
+// the message. An event id is tag-N-S: the log's random tag (a new one
+// after a purge or expiry, so ids of another session or of an earlier log
+// of the same session are unknown), the stream's number N and the event's
+// sequence number S within the session. A short stream, a POST
+// response's, costs Redis what it holds and about a hundred bytes more (a
+// Redis stream, which an earlier layout under P+"events:" used, costs
+// about 4.5 KB however few its entries); a replay reads its stream's list
+// whole, at most the stream's event bound. Replicas running that earlier
+// layout and this one keep separate logs: a stream one recorded is not
+// resumable on the other (its ids are unknown there, and the client
+// starts the request over), so streams open across a deploy that changes
+// the layout are not carried over.
 //
 // # Bounds
 //
 // StoreEvent enforces every bound in the same script, exactly (StoreEvents
-// after each of its messages' XADD, as that many StoreEvent calls would):
-// after the XADD it drops the stream's oldest entries while the stream is past its
+// after each of its messages' RPUSH, as that many StoreEvent calls would):
+// after the RPUSH it drops the stream's oldest events while the stream is past its
 // event or byte bound, then the session's oldest (the stream first in the
 // sorted set, whose head is the session's oldest event) while the session
 // is past its own; the hash keeps each stream's and the session's counts
-// and bytes. (XADD's MAXLEN ~ is not used: it trims approximately, and
-// counts no bytes.) A stream left empty is deleted, with its hash fields,
+// and bytes. A stream left empty is deleted, with its hash fields,
 // so the hash holds five fields per stream holding events.
 //
 // # Expiry
@@ -107,7 +114,7 @@ const tagLen = 12
 
 // base is the prefix of the keys of a session's log.
 func (l *EventLog) base(sessionID string) string {
-	return l.s.opts.Prefix + "events:" + strconv.Itoa(len(sessionID)) + ":" + sessionID
+	return l.s.opts.Prefix + "eventlog:" + strconv.Itoa(len(sessionID)) + ":" + sessionID
 }
 
 // StoreEvent implements sessionstore.EventLog. It refuses a message over
@@ -247,21 +254,15 @@ func eventStatus(op string, res []any) (known bool, err error) {
 	return false, fmt.Errorf("redisstore: %s: unexpected script status %q", op, st)
 }
 
-// entry reads one XRANGE entry, [S-0, [d, message]], as S and message.
+// entry reads one element of a stream's list, S+" "+message, as S and
+// message.
 func entry(op string, e any) (seq, msg string, err error) {
-	kv, ok := e.([]any)
-	if ok && len(kv) == 2 {
-		id, ok1 := kv[0].(string)
-		fields, ok2 := kv[1].([]any)
-		if ok1 && ok2 && len(fields) == 2 {
-			seq, ok1 = strings.CutSuffix(id, "-0")
-			msg, ok2 = fields[1].(string)
-			if ok1 && ok2 {
-				return seq, msg, nil
-			}
+	if el, ok := e.(string); ok {
+		if seq, msg, ok = strings.Cut(el, " "); ok && decimal(seq) {
+			return seq, msg, nil
 		}
 	}
-	return "", "", fmt.Errorf("redisstore: %s: malformed stream entry %v", op, e)
+	return "", "", fmt.Errorf("redisstore: %s: malformed stream element %.40q", op, e)
 }
 
 // parseEventID splits an id of this log into its tag, stream number and

@@ -69,7 +69,7 @@ func checkLogHash(t *testing.T, c *redis.Client, l *EventLog, session, when stri
 			if !hasC || !hasB {
 				t.Fatalf("%s: stream %s has no count or bytes\n%v", when, num, meta)
 			}
-			if held := c.XLen(ctx, base+":"+num).Val(); int64(count("c:"+num)) < held {
+			if held := c.LLen(ctx, base+":"+num).Val(); int64(count("c:"+num)) < held {
 				t.Fatalf("%s: stream %s counts %s events, its key holds %d\n%v", when, num, meta["c:"+num], held, meta)
 			}
 		case "c", "b":

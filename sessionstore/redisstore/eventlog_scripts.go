@@ -8,9 +8,12 @@ import "github.com/redis/go-redis/v9"
 // its event count, "b:"+N its bytes, "k:"+stream the nonce and ids of its
 // last StoreEvent or StoreEvents), the sorted set B+":h" of the numbers
 // of the streams that hold events, each scored by the sequence number of
-// its oldest event, and one Redis stream B+":"+N per MCP stream, whose
-// entry ids are S+"-0" for the session's event sequence number S and whose
-// one field d is the message. The scripts build the stream keys from B
+// its oldest event, and one Redis list B+":"+N per MCP stream, whose
+// elements are its events in order, each S+" "+message for the session's
+// event sequence number S. (A list, not a Redis stream: a Redis stream's
+// first node is given 4 KiB when it is made and keeps them while it holds
+// few entries, so a POST response's stream of an event or two cost Redis
+// about 4.5 KB; a short list costs what it holds.) The scripts build the stream keys from B
 // (ARGV[1]), like the prune helper of the record scripts; on Redis Cluster
 // the prefix's hash tag keeps them in one slot.
 
@@ -32,7 +35,7 @@ local function forget(meta, heads, base, m)
 end
 local function drop(meta, heads, base, m, own, oc, ob)
   local k = base .. ':' .. m
-  local h = redis.call('XRANGE', k, '-', '+', 'COUNT', 2)
+  local h = redis.call('LRANGE', k, 0, 1)
   if #h < 2 then
     local c, b = oc, ob
     if not own then
@@ -42,14 +45,14 @@ local function drop(meta, heads, base, m, own, oc, ob)
     forget(meta, heads, base, m)
     return c, b, true
   end
-  local sz = string.len(h[1][2][2])
-  redis.call('XDEL', k, h[1][1])
+  local sz = string.len(h[1]) - string.find(h[1], ' ', 1, true)
+  redis.call('LPOP', k)
   if not own then
     redis.call('HINCRBY', meta, 'c:' .. m, -1)
     -- Never HINCRBY by -0, which Lua would write for a size of 0.
     if sz ~= 0 then redis.call('HINCRBY', meta, 'b:' .. m, -sz) end
   end
-  redis.call('ZADD', heads, string.match(h[2][1], '^%d+'), m)
+  redis.call('ZADD', heads, string.match(h[2], '^%d+'), m)
   return 1, sz, false
 end
 `
@@ -116,15 +119,15 @@ local gone = false -- the stream went whole (its key was evicted)
 for i = first, #ARGV do
   if gone then n, sc, sb, gone = register(), 0, 0, false end
   local seq, size = seq0 + i - first, string.len(ARGV[i])
-  redis.call('XADD', base .. ':' .. n, seq .. '-0', 'd', ARGV[i])
+  redis.call('RPUSH', base .. ':' .. n, seq .. ' ' .. ARGV[i])
   -- The stream's head: its first event's. Once a call, NX puts back a
   -- head that a maxmemory policy evicted, scored by the stream's oldest
   -- entry.
   if sc == 0 then
     redis.call('ZADD', heads, 'NX', seq, n)
   elseif i == first and redis.call('ZADD', heads, 'NX', seq, n) == 1 then
-    local oldest = redis.call('XRANGE', base .. ':' .. n, '-', '+', 'COUNT', 1)[1]
-    redis.call('ZADD', heads, 'XX', string.match(oldest[1], '^%d+'), n)
+    local oldest = redis.call('LINDEX', base .. ':' .. n, 0)
+    redis.call('ZADD', heads, 'XX', string.match(oldest, '^%d+'), n)
   end
   sc, sb, cnt, bytes = sc + 1, sb + size, cnt + 1, bytes + size
   -- The new event is never dropped (it fits both byte bounds alone),
@@ -163,15 +166,25 @@ return out
 
 // KEYS: meta. ARGV: base, tag, stream number, sequence number. Answers
 // {'UNKNOWN'} unless the id is one this session's log still keeps, else
-// {'OK', stream, entries after it} (XRANGE's reply).
+// {'OK', stream, the stream's elements after it}. It looks for the id from
+// the stream's newest event back (a resume is usually of its last few),
+// and stops at the first event older than it.
 const luaEventReplay = `
 if redis.call('HGET', KEYS[1], 'tag') ~= ARGV[2] then return {'UNKNOWN'} end
 local name = redis.call('HGET', KEYS[1], 'n:' .. ARGV[3])
 if not name then return {'UNKNOWN'} end
-local key = ARGV[1] .. ':' .. ARGV[3]
-local id = ARGV[4] .. '-0'
-if #redis.call('XRANGE', key, id, id) == 0 then return {'UNKNOWN'} end
-return {'OK', name, redis.call('XRANGE', key, '(' .. id, '+')}
+local all = redis.call('LRANGE', ARGV[1] .. ':' .. ARGV[3], 0, -1)
+local seq = tonumber(ARGV[4])
+for i = #all, 1, -1 do
+  local s = tonumber(string.match(all[i], '^%d+'))
+  if s == seq then
+    local after = {}
+    for j = i + 1, #all do after[#after + 1] = all[j] end
+    return {'OK', name, after}
+  end
+  if s < seq then break end
+end
+return {'UNKNOWN'}
 `
 
 // KEYS: meta, heads. ARGV: base. Deletes every key of the session's log.

@@ -74,21 +74,45 @@ func TestEventLogKeysAndPurge(t *testing.T) {
 	}
 	all := e.keys(t, "*")
 	for _, k := range all {
-		if !strings.HasPrefix(k, prefix+"events:") {
-			t.Fatalf("key %q is not under %q", k, prefix+"events:")
+		if !strings.HasPrefix(k, prefix+"eventlog:") {
+			t.Fatalf("key %q is not under %q", k, prefix+"eventlog:")
 		}
 	}
-	if got := len(e.keys(t, prefix+"events:3:a:b:*")); got != 5 { // hash, sorted set, three streams
+	if got := len(e.keys(t, prefix+"eventlog:3:a:b:*")); got != 5 { // hash, sorted set, three streams
 		t.Fatalf("session a:b has %d keys (%v), want 5", got, all)
 	}
 	if err := log.PurgeSession(t.Context(), "a:b"); err != nil {
 		t.Fatalf("PurgeSession: %v", err)
 	}
-	if left := e.keys(t, prefix+"events:3:a:b:*"); len(left) > 0 {
+	if left := e.keys(t, prefix+"eventlog:3:a:b:*"); len(left) > 0 {
 		t.Fatalf("PurgeSession left %v", left)
 	}
-	if got := len(e.keys(t, prefix+"events:5:other:*")); got != 3 {
+	if got := len(e.keys(t, prefix+"eventlog:5:other:*")); got != 3 {
 		t.Fatalf("the other session has %d keys after the purge, want 3", got)
+	}
+}
+
+// A stream of one short event, as a POST response's often is, costs Redis
+// about what it holds: its key is well under a kilobyte (a Redis stream's
+// first node took 4 KiB, so a POST response cost Redis about 4.5 KB
+// however small, and a session at its event bound some 45 MB).
+func TestEventLogShortStreamCostsWhatItHolds(t *testing.T) {
+	e := newEnv(t)
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{})
+	for i := range 3 {
+		storeEvent(t, log, "s", fmt.Sprint("p", i), `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}
+	for _, k := range e.keys(t, prefix+"eventlog:1:s:[0-9]*") {
+		n, err := e.raw.MemoryUsage(t.Context(), k).Result()
+		if err != nil {
+			t.Fatalf("MEMORY USAGE %s: %v", k, err)
+		}
+		if n > 1024 {
+			t.Errorf("the key %s of a one-event stream takes %d bytes of Redis, want at most 1024", k, n)
+		}
+	}
+	if got := len(e.keys(t, prefix+"eventlog:1:s:[0-9]*")); got != 3 {
+		t.Fatalf("%d stream keys, want 3", got)
 	}
 }
 
@@ -100,7 +124,7 @@ func TestEventLogTTLs(t *testing.T) {
 	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{TTL: ttl})
 	storeEvent(t, log, "s", "A", "1")
 	storeEvent(t, log, "s", "B", "2")
-	base := prefix + "events:1:s"
+	base := prefix + "eventlog:1:s"
 	for _, k := range []string{base + ":m", base + ":h"} {
 		if d := e.pttl(t, k); d <= ttl-time.Minute || d > ttl {
 			t.Fatalf("PTTL %s = %v, want about %v", k, d, ttl)
@@ -132,7 +156,7 @@ func TestEventLogManyStreamsBounded(t *testing.T) {
 	for i := range 200 {
 		last = storeEvent(t, log, "s", strconv.Itoa(i), "{}")
 	}
-	base := prefix + "events:1:s"
+	base := prefix + "eventlog:1:s"
 	if n, err := e.raw.HLen(t.Context(), base+":m").Result(); err != nil || n > 5*maxEvents+6 {
 		t.Fatalf("HLEN = %d, %v; want at most %d", n, err, 5*maxEvents+6)
 	}
@@ -153,7 +177,7 @@ func TestEventLogEvictedStreamKey(t *testing.T) {
 	a := storeEvent(t, log, "s", "A", "1")
 	storeEvent(t, log, "s", "A", "2")
 	b0 := storeEvent(t, log, "s", "B", "3")
-	if err := e.raw.Del(t.Context(), prefix+"events:1:s:1").Err(); err != nil {
+	if err := e.raw.Del(t.Context(), prefix+"eventlog:1:s:1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	// A's two events are forgotten, making room for these two.
@@ -170,7 +194,7 @@ func TestEventLogEvictedStreamKey(t *testing.T) {
 	if !errors.Is(err, sessionstore.ErrUnknownEventID) {
 		t.Fatalf("replay after an evicted event: err = %v, want ErrUnknownEventID", err)
 	}
-	if keys := e.keys(t, prefix+"events:1:s:*"); len(keys) != 3 {
+	if keys := e.keys(t, prefix+"eventlog:1:s:*"); len(keys) != 3 {
 		t.Fatalf("keys %v, want the hash, the sorted set and B's stream", keys)
 	}
 }
@@ -234,7 +258,9 @@ func TestEventLogRedisDown(t *testing.T) {
 // BenchmarkStoreEvent stores events of 200 bytes and reports the Redis
 // server's memory per stored event (INFO used_memory, the 200 bytes
 // included): on ten streams of each of 100 sessions (each stream's key
-// and hash fields shared by few events), and on one long stream.
+// and hash fields shared by many events), on streams of two events each
+// (a POST response's priming event and answer), 100 sessions taking
+// turns, and on one long stream.
 func BenchmarkStoreEvent(b *testing.B) {
 	b.Run("redis-1000streams", func(b *testing.B) {
 		var ids [][2]string
@@ -243,16 +269,23 @@ func BenchmarkStoreEvent(b *testing.B) {
 				ids = append(ids, [2]string{fmt.Sprintf("session-%03d", s), fmt.Sprintf("stream-%02d-00000000-0000-0000-0000", st)})
 			}
 		}
-		benchRedisStore(b, ids, sessionstore.EventLogOptions{}, 100*sessionstore.DefaultMaxSessionEvents)
+		benchRedisStore(b, func(i int) [2]string { return ids[i%len(ids)] }, sessionstore.EventLogOptions{}, 100*sessionstore.DefaultMaxSessionEvents)
+	})
+	b.Run("redis-2-event-streams", func(b *testing.B) {
+		benchRedisStore(b, func(i int) [2]string {
+			return [2]string{fmt.Sprintf("session-%03d", i/2%100), fmt.Sprintf("p%016x", i/2)}
+		}, sessionstore.EventLogOptions{}, 100*sessionstore.DefaultMaxSessionEvents)
 	})
 	b.Run("redis-1stream", func(b *testing.B) {
 		const most = 1 << 20
 		opts := sessionstore.EventLogOptions{MaxStreamEvents: most, MaxSessionEvents: most, MaxStreamBytes: 1 << 30, MaxSessionBytes: 1 << 30}
-		benchRedisStore(b, [][2]string{{"session", "stream-00000000-0000-0000-0000"}}, opts, most)
+		benchRedisStore(b, func(int) [2]string { return [2]string{"session", "stream-00000000-0000-0000-0000"} }, opts, most)
 	})
 }
 
-func benchRedisStore(b *testing.B, ids [][2]string, opts sessionstore.EventLogOptions, most int) {
+// benchRedisStore stores b.N events, the i-th on the session and stream
+// at(i) gives.
+func benchRedisStore(b *testing.B, at func(i int) [2]string, opts sessionstore.EventLogOptions, most int) {
 	addr := testutil.StartRedis(b)
 	raw := newClient(b, addr)
 	store := redisstore.New(newClient(b, addr), redisstore.Options{Prefix: prefix})
@@ -263,7 +296,7 @@ func benchRedisStore(b *testing.B, ids [][2]string, opts sessionstore.EventLogOp
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		id := ids[i%len(ids)]
+		id := at(i)
 		if _, err := log.StoreEvent(b.Context(), id[0], id[1], msg); err != nil {
 			b.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestEventStoreGivenUpBeforeItsBatchIsNotSent(t *testing.T) {
 		t.Fatalf("replay after the caller's next event: %q, %v; want nothing after it", got, err)
 	}
 	_, num, _, _ := parseEventID(next)
-	n, err := p.c.XLen(ctx, p.l.base("s")+":"+num).Result()
+	n, err := p.c.LLen(ctx, p.l.base("s")+":"+num).Result()
 	if err != nil || n != 1 {
 		t.Fatalf("stream P holds %d events (%v); want 1, the given-up store not sent", n, err)
 	}
@@ -93,7 +93,7 @@ func TestEventStoreOnAClosedStoreReturnsWithItsContext(t *testing.T) {
 	}
 	// The store that returned with its context was never sent.
 	_, num, _, _ := parseEventID(id)
-	if n, err := p.c.XLen(t.Context(), p.l.base("s")+":"+num).Result(); err != nil || n != 1 {
+	if n, err := p.c.LLen(t.Context(), p.l.base("s")+":"+num).Result(); err != nil || n != 1 {
 		t.Fatalf("stream P holds %d events (%v); want 1, the store that returned with its context not sent", n, err)
 	}
 }
