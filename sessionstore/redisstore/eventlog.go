@@ -11,7 +11,7 @@ import (
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
 
-// EventLog is a sessionstore.EventLog on Redis Streams, under its Store's
+// EventLog is a sessionstore.EventLog on Redis lists, under its Store's
 // prefix: a client can resume, on any replica whose Store shares the Redis
 // and prefix, a stream that another replica logged. Make one with
 // Store.EventLog. It is safe for concurrent use.
@@ -43,8 +43,8 @@ import (
 // after a purge or expiry, so ids of another session or of an earlier log
 // of the same session are unknown), the stream's number N and the event's
 // sequence number S within the session. A short stream, a POST
-// response's, costs Redis what it holds and about a hundred bytes more (a
-// Redis stream, which an earlier layout under P+"events:" used, costs
+// response's, costs Redis what it holds and about 500 bytes more, its hash
+// fields and keys included (a Redis stream, which an earlier layout under P+"events:" used, costs
 // about 4.5 KB however few its entries); a replay reads its stream's list
 // whole, at most the stream's event bound. Replicas running that earlier
 // layout and this one keep separate logs: a stream one recorded is not

@@ -21,8 +21,8 @@ import "github.com/redis/go-redis/v9"
 // many events and bytes went (as counted: the session's totals take off
 // exactly that), and whether the stream went whole: a stream left empty
 // goes, key and hash fields, and so does one whose key is gone or holds
-// one entry (a maxmemory policy evicted it, and an XADD may have made it
-// again), whatever its counts say. It re-scores the stream's head in
+// one element (a maxmemory policy evicted it, and an RPUSH may have made
+// it again), whatever its counts say. It re-scores the stream's head in
 // B+":h", and updates the stream's counts unless own: the counts of the
 // stream being stored to (oc events, ob bytes) are the store script's,
 // kept in locals and written once, as are the session's totals.
@@ -118,7 +118,8 @@ local gone = false -- the stream went whole (its key was evicted)
 -- end.
 for i = first, #ARGV do
   if gone then n, sc, sb, gone = register(), 0, 0, false end
-  local seq, size = seq0 + i - first, string.len(ARGV[i])
+  -- Written with %d: Lua writes a number of 15 digits as 1e+14.
+  local seq, size = string.format('%d', seq0 + i - first), string.len(ARGV[i])
   redis.call('RPUSH', base .. ':' .. n, seq .. ' ' .. ARGV[i])
   -- The stream's head: its first event's. Once a call, NX puts back a
   -- head that a maxmemory policy evicted, scored by the stream's oldest
