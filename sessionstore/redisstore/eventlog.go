@@ -44,9 +44,9 @@ import (
 // of the same session are unknown), the stream's number N and the event's
 // sequence number S within the session. A short stream, a POST
 // response's, costs Redis what it holds and about 500 bytes more, its hash
-// fields and keys included (a Redis stream, which an earlier layout under P+"events:" used, costs
-// about 4.5 KB however few its entries); a replay reads its stream's list
-// whole, at most the stream's event bound. Replicas running that earlier
+// fields and keys included (a Redis stream, which an earlier layout under
+// P+"events:" used, costs about 4.5 KB however few its entries); a replay
+// reads its stream's list whole, at most the stream's event bound. Replicas running that earlier
 // layout and this one keep separate logs: a stream one recorded is not
 // resumable on the other (its ids are unknown there, and the client
 // starts the request over), so streams open across a deploy that changes

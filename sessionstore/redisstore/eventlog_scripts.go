@@ -13,9 +13,9 @@ import "github.com/redis/go-redis/v9"
 // event sequence number S. (A list, not a Redis stream: a Redis stream's
 // first node is given 4 KiB when it is made and keeps them while it holds
 // few entries, so a POST response's stream of an event or two cost Redis
-// about 4.5 KB; a short list costs what it holds.) The scripts build the stream keys from B
-// (ARGV[1]), like the prune helper of the record scripts; on Redis Cluster
-// the prefix's hash tag keeps them in one slot.
+// about 4.5 KB; a short list costs what it holds.) The scripts build the
+// stream keys from B (ARGV[1]), like the prune helper of the record
+// scripts; on Redis Cluster the prefix's hash tag keeps them in one slot.
 
 // luaEventDrop drops the oldest event of stream number m and answers how
 // many events and bytes went (as counted: the session's totals take off
