@@ -167,25 +167,34 @@ return out
 
 // KEYS: meta. ARGV: base, tag, stream number, sequence number. Answers
 // {'UNKNOWN'} unless the id is one this session's log still keeps, else
-// {'OK', stream, the stream's elements after it}. It looks for the id from
-// the stream's newest event back (a resume is usually of its last few),
-// and stops at the first event older than it.
+// {'OK', stream, the stream's elements after it}. It reads the stream from
+// its newest event back, 64 elements and then twice as many each time (a
+// resume is usually of the last few), and stops at the id or the first
+// event older than it: a replay reads what it returns and at most as much
+// again, not the whole stream.
 const luaEventReplay = `
 if redis.call('HGET', KEYS[1], 'tag') ~= ARGV[2] then return {'UNKNOWN'} end
 local name = redis.call('HGET', KEYS[1], 'n:' .. ARGV[3])
 if not name then return {'UNKNOWN'} end
-local all = redis.call('LRANGE', ARGV[1] .. ':' .. ARGV[3], 0, -1)
+local key = ARGV[1] .. ':' .. ARGV[3]
 local seq = tonumber(ARGV[4])
-for i = #all, 1, -1 do
-  local s = tonumber(string.match(all[i], '^%d+'))
-  if s == seq then
-    local after = {}
-    for j = i + 1, #all do after[#after + 1] = all[j] end
-    return {'OK', name, after}
+local newer = {} -- the elements after the id, newest first
+local stop, size = -1, 64
+while true do
+  local part = redis.call('LRANGE', key, stop - size + 1, stop)
+  for i = #part, 1, -1 do
+    local s = tonumber(string.match(part[i], '^%d+'))
+    if s == seq then
+      local after = {}
+      for j = #newer, 1, -1 do after[#after + 1] = newer[j] end
+      return {'OK', name, after}
+    end
+    if s < seq then return {'UNKNOWN'} end
+    newer[#newer + 1] = part[i]
   end
-  if s < seq then break end
+  if #part < size then return {'UNKNOWN'} end -- the stream's first read
+  stop, size = stop - size, size * 2
 end
-return {'UNKNOWN'}
 `
 
 // KEYS: meta, heads. ARGV: base. Deletes every key of the session's log.

@@ -146,6 +146,52 @@ func TestEventLogSequenceNumbersPast1e14(t *testing.T) {
 	}
 }
 
+// A replay reads a stream from its newest event back, 64 elements and then
+// twice as many each time: it finds the id and returns exactly what
+// follows it wherever the id falls (in the first read, at a read's edge,
+// at the stream's first event), and an id the stream does not hold (one
+// of another stream, interleaved with it) is unknown however deep.
+func TestEventLogReplayAcrossReads(t *testing.T) {
+	e := newEnv(t)
+	log := e.store(t, redisstore.Options{}).EventLog(sessionstore.EventLogOptions{})
+	const n = 300 // reads of 64, 128 and 256: elements 236-299, 108-235, 0-107
+	var ids, others []string
+	for i := range n {
+		ids = append(ids, storeEvent(t, log, "s", "long", fmt.Sprint(i)))
+		if i%50 == 0 {
+			others = append(others, storeEvent(t, log, "s", "other", "x"))
+		}
+	}
+	for _, at := range []int{n - 1, n - 2, n - 64, n - 65, 108, 107, 1, 0} {
+		var got []string
+		if _, err := log.ReplayEventsAfter(t.Context(), "s", ids[at], func(id string, msg json.RawMessage) error {
+			got = append(got, id+" "+string(msg))
+			return nil
+		}); err != nil {
+			t.Fatalf("ReplayEventsAfter(event %d): %v", at, err)
+		}
+		var want []string
+		for i := at + 1; i < n; i++ {
+			want = append(want, fmt.Sprint(ids[i], " ", i))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("after event %d: replayed %d events, want %d (first %q)", at, len(got), len(want), got[:min(2, len(got))])
+		}
+	}
+	// Ids of the other stream with the long stream's number: a sequence
+	// number the long stream never held, at every depth.
+	tag, num, _ := strings.Cut(ids[0], "-")
+	num, _, _ = strings.Cut(num, "-")
+	for _, o := range others {
+		seq := o[strings.LastIndex(o, "-")+1:]
+		fake := tag + "-" + num + "-" + seq
+		_, err := log.ReplayEventsAfter(t.Context(), "s", fake, func(string, json.RawMessage) error { return nil })
+		if !errors.Is(err, sessionstore.ErrUnknownEventID) {
+			t.Fatalf("ReplayEventsAfter(%s, a sequence number of another stream): %v, want ErrUnknownEventID", fake, err)
+		}
+	}
+}
+
 // Every key of a session's log carries a TTL, refreshed by StoreEvent: the
 // hash and sorted set get the TTL, the streams at least as much.
 func TestEventLogTTLs(t *testing.T) {
