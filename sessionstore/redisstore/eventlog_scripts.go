@@ -170,8 +170,8 @@ return out
 // {'OK', stream, the stream's elements after it}. It reads the stream from
 // its newest event back, 64 elements and then twice as many each time (a
 // resume is usually of the last few), and stops at the id or the first
-// event older than it: a replay reads what it returns and at most as much
-// again, not the whole stream.
+// event older than it: a replay reads at most twice what it returns plus
+// 64 elements (the whole stream for an id older than its first event).
 const luaEventReplay = `
 if redis.call('HGET', KEYS[1], 'tag') ~= ARGV[2] then return {'UNKNOWN'} end
 local name = redis.call('HGET', KEYS[1], 'n:' .. ARGV[3])
