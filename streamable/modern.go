@@ -39,16 +39,30 @@ func eraOf(r *http.Request, params json.RawMessage) requestEra {
 	// A key may be written with escapes ("io.modelcontextprotocol\/..."):
 	// a body with a backslash is decoded too.
 	if bytes.Contains(params, metaVersionKey) || bytes.IndexByte(params, '\\') >= 0 {
-		var p struct {
-			Meta struct {
-				Version string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
-		}
-		if json.Unmarshal(params, &p) == nil {
-			e.meta = p.Meta.Version
-		}
+		e.meta = metaVersion(params)
 	}
 	return e
+}
+
+// metaVersion is the version params._meta declares, as encoding/json
+// decodes it ("" when it cannot: a member of another type): read in one
+// walk of params and of its _meta where that tells (soleMember), else
+// decoded.
+func metaVersion(params json.RawMessage) string {
+	if meta, ok := soleMember(params, "_meta"); ok {
+		if v, ok := soleString(meta, mcp.MetaKeyProtocolVersion); ok {
+			return v
+		}
+	}
+	var p struct {
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return p.Meta.Version
 }
 
 // serveModern serves one 2026-07-28 POST with lifeline's own code: checked

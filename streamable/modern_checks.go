@@ -86,15 +86,11 @@ func checkStandardHeaders(hdr http.Header, method mcp.MCPMethod, params json.Raw
 	if !mcp.MethodRequiresNameHeader(method) {
 		return "", nil
 	}
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	_ = json.Unmarshal(params, &p) // malformed params are mcp-go's to answer
-	body := p.Name
+	field := "name"
 	if method == mcp.MethodResourcesRead {
-		body = p.URI
+		field = "uri"
 	}
+	body := nameInParams(params, field)
 	got = hdr.Get(mcp.HeaderName)
 	if got == "" {
 		return "", errModernHeader(fmt.Sprintf("header mismatch: %s: missing required header for method %q", mcp.HeaderName, method))
@@ -196,4 +192,24 @@ func (h *Handler) listedTool(ctx context.Context, name string) *mcp.Tool {
 		return false, res.NextCursor
 	})
 	return found
+}
+
+// nameInParams is the string params holds in its member field ("name" or
+// "uri"), as encoding/json decodes it into a struct with that field, ""
+// when there is none or it is of another type (malformed params are
+// mcp-go's to answer): read in one walk of params where that tells
+// (soleMember), else decoded.
+func nameInParams(params json.RawMessage, field string) string {
+	if s, ok := soleString(params, field); ok {
+		return s
+	}
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if field == "uri" {
+		return p.URI
+	}
+	return p.Name
 }
