@@ -95,6 +95,7 @@ const (
 	vMCPGo          = bench.MCPGo
 	vGoSDK          = bench.GoSDK
 	vFloor          = bench.Floor
+	vFloorModern    = "floor 2026-07-28"
 	vLifelineModern = "lifeline 2026-07-28"
 	vMCPGoModern    = "mcp-go 2026-07-28"
 	vGoSDKModern    = "go-sdk 2026-07-28"
@@ -114,6 +115,7 @@ var allVariants = []variant{
 	{vLifelineModern, bench.Lifeline, true, plainConfig},
 	{vMCPGoModern, bench.MCPGo, true, plainConfig},
 	{vGoSDKModern, bench.GoSDK, true, plainConfig},
+	{vFloorModern, bench.Floor, true, plainConfig},
 	{vRedis, bench.Lifeline, false, onRedis},
 	{vNoEventLog, bench.Lifeline, false, noEventLog},
 	{vMetrics, bench.Lifeline, false, sdkMetrics},

@@ -88,22 +88,26 @@ func renderSessionEra(iv *interleaved) string {
 		"\nThe floor answers JSON tools/call only (no sessions, no SSE): its other cells are n/a.\n"
 }
 
-// renderModernEra is the 2026-07-28 table: lifeline against stock mcp-go
-// and the Go SDK in the sessionless era, and lifeline's 2026-07-28 over its
-// own session era.
+// renderModernEra is the 2026-07-28 table: lifeline against stock mcp-go,
+// the Go SDK and the floor in the sessionless era, and lifeline's
+// 2026-07-28 over its own session era.
 func renderModernEra(iv *interleaved) string {
-	headers := []string{"cell", "lifeline", "stock mcp-go", "go-sdk", "lifeline vs stock", "lifeline vs go-sdk", "lifeline 2026-07-28 vs 2025-11-25"}
+	headers := []string{"cell", "lifeline", "stock mcp-go", "go-sdk", "mcp-go floor", "lifeline vs stock", "lifeline vs go-sdk",
+		"lifeline vs floor", "lifeline 2026-07-28 vs 2025-11-25"}
 	var rows [][]string
 	for _, c := range iv.cellsOf(sessionlessCells) {
 		k := c.key()
 		rows = append(rows, []string{c.title(), iv.rpsText(k, vLifelineModern), iv.rpsText(k, vMCPGoModern), iv.rpsText(k, vGoSDKModern),
-			iv.ratioSpread(k, vLifelineModern, vMCPGoModern).ratioText(), iv.ratioSpread(k, vLifelineModern, vGoSDKModern).ratioText(),
+			iv.rpsText(k, vFloorModern), iv.ratioSpread(k, vLifelineModern, vMCPGoModern).ratioText(),
+			iv.ratioSpread(k, vLifelineModern, vGoSDKModern).ratioText(), iv.ratioSpread(k, vLifelineModern, vFloorModern).ratioText(),
 			iv.ratioSpread(k, vLifelineModern, vLifeline).ratioText()})
 	}
 	if iv.measured(cellChurn) {
-		rows = append(rows, []string{cellChurn.title(), "n/a: 2026-07-28 has no sessions (no initialize, no DELETE)", "n/a", "n/a", "n/a", "n/a", "n/a"})
+		rows = append(rows, []string{cellChurn.title(), "n/a: 2026-07-28 has no sessions (no initialize, no DELETE)", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"})
 	}
-	return "\n### Protocol 2026-07-28 (sessionless): req/s\n\n" + mdTable(headers, rows)
+	return "\n### Protocol 2026-07-28 (sessionless): req/s\n\n" + mdTable(headers, rows) +
+		"\nThe floor is the same handler in both eras (mcp-go's HandleMessage on the body, which serves a 2026-07-28 request " +
+		"as mcp-go's own transport would): JSON only.\n"
 }
 
 // renderRedis is lifeline on a real redis-server against lifeline on the

@@ -78,6 +78,11 @@ func targetsOf(iv *interleaved) []target {
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
 		ts = append(ts, vs(c, vLifeline, vFloor, "the mcp-go floor", floorBound))
 	}
+	// 2026-07-28 too: the era mcp-go's and the Go SDK's clients speak by
+	// default, served by lifeline's own code, is held to the same bound.
+	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+		ts = append(ts, vs(c, vLifelineModern, vFloorModern, "the mcp-go floor, 2026-07-28", floorBound))
+	}
 	// Every tools/call cell, SSE as well as JSON: an SSE call on Redis
 	// records each event in the shared log before writing it.
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64}) {

@@ -39,6 +39,7 @@ func main() {
 	warm := flag.Duration("warm", time.Second, "how long it runs before the profile starts")
 	noLog := flag.Bool("no-event-log", false, "lifeline with resumability off")
 	onRedis := flag.Bool("redis", false, "lifeline on the Redis store (starts a redis-server)")
+	modern := flag.Bool("modern", false, "speak protocol 2026-07-28 (sessionless) to the peer")
 	cpu := flag.String("cpuprofile", "", "write the CPU profile here")
 	mem := flag.String("memprofile", "", "write an allocation profile (alloc_space) here")
 	flag.Parse()
@@ -59,6 +60,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer p.Close()
+	p = p.InEra(*modern)
 	run := func(d time.Duration) (float64, error) {
 		switch *cell {
 		case "json", "sse":
