@@ -106,8 +106,9 @@ func renderModernEra(iv *interleaved) string {
 		rows = append(rows, []string{cellChurn.title(), "n/a: 2026-07-28 has no sessions (no initialize, no DELETE)", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"})
 	}
 	return "\n### Protocol 2026-07-28 (sessionless): req/s\n\n" + mdTable(headers, rows) +
-		"\nThe floor is the same handler in both eras (mcp-go's HandleMessage on the body, which serves a 2026-07-28 request " +
-		"as mcp-go's own transport would): JSON only.\n"
+		"\nThe floor is the same handler in both eras, mcp-go's HandleMessage on the body: it checks none of the headers a " +
+		"2026-07-28 request must carry (HandleMessage runs those checks only behind mcp-go's own handler), so it costs less " +
+		"than any transport serving the version as the specification asks. JSON only.\n"
 }
 
 // renderRedis is lifeline on a real redis-server against lifeline on the
