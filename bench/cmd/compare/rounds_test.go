@@ -76,8 +76,14 @@ func TestApplies(t *testing.T) {
 	if got := variantsOf(cellJSON64, allVariants); len(got) != len(allVariants) {
 		t.Errorf("json-64: %s, want every variant", label(got))
 	}
-	if got := label(variantsOf(cellJSON16, allVariants)); strings.Contains(got, vNoEventLog) || !strings.Contains(got, vFloor) {
+	if got := label(variantsOf(cellJSON16, allVariants)); strings.Contains(got, vNoEventLog) || !strings.Contains(got, vFloor) || !strings.Contains(got, vFloorModern) {
 		t.Errorf("json-16: %s", got)
+	}
+	// The floor answers JSON only, in either era.
+	for _, c := range []cellSpec{cellSSE1, cellSSE16, cellSSE64, cellChurn} {
+		if applies(c, byLabel[vFloorModern]) {
+			t.Errorf("%s measured for %s", c.key(), vFloorModern)
+		}
 	}
 	if got := label(selectVariants([]string{bench.Lifeline, bench.MCPGo}, true)); strings.Contains(got, vRedis) || strings.Contains(got, vGoSDK) || !strings.Contains(got, vMCPGoModern) {
 		t.Errorf("selectVariants(lifeline, mcp-go, no redis): %s", got)
@@ -176,6 +182,53 @@ func TestTargets(t *testing.T) {
 	}
 	if out := renderRedis(iv); !strings.Contains(out, noRedisServer) || strings.Contains(out, "| cell |") {
 		t.Errorf("Redis table without redis-server:\n%s", out)
+	}
+}
+
+// TestModernFloor checks 2026-07-28 against the floor: JSON at 16 and 64
+// sessions held to the floor's bound, as the session era's, and the
+// 2026-07-28 table's floor columns.
+func TestModernFloor(t *testing.T) {
+	iv := roundsOf(
+		map[string]float64{vLifelineModern: 90, vFloorModern: 100, vLifeline: 100, vMCPGoModern: 80},
+		map[string]float64{vLifelineModern: 91, vFloorModern: 100, vLifeline: 100, vMCPGoModern: 80},
+		map[string]float64{vLifelineModern: 89, vFloorModern: 100, vLifeline: 100, vMCPGoModern: 80},
+	)
+	const what = "tools/call JSON (echo), 64 sessions vs the mcp-go floor, 2026-07-28"
+	var found bool
+	for _, tg := range targetsOf(iv) {
+		if tg.what != what {
+			continue
+		}
+		found = true
+		if tg.verdict() != "**missed**" || tg.got.n != 3 || math.Abs(tg.got.med-0.90) > 1e-9 {
+			t.Errorf("%s: %q %+v, want missed at 0.90 of 3 rounds", what, tg.verdict(), tg.got)
+		}
+	}
+	if !found {
+		t.Fatalf("no target %q", what)
+	}
+	out := renderModernEra(iv)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var header, row []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "| cell |"):
+			header = strings.Split(l, "|")
+		case strings.HasPrefix(l, "| "+cellJSON64.title()+" |"):
+			row = strings.Split(l, "|")
+		}
+	}
+	if len(header) == 0 || len(row) != len(header) || !strings.Contains(out, "| lifeline vs floor |") {
+		t.Fatalf("2026-07-28 table: header %d cells, JSON-64 row %d:\n%s", len(header), len(row), out)
+	}
+	for i, h := range header {
+		if strings.TrimSpace(h) == "lifeline vs floor" && !strings.HasPrefix(strings.TrimSpace(row[i]), "0.90x") {
+			t.Errorf("lifeline vs floor: %q, want 0.90x", row[i])
+		}
+		if strings.TrimSpace(h) == "mcp-go floor" && strings.TrimSpace(row[i]) != "100" {
+			t.Errorf("floor req/s: %q, want 100", row[i])
+		}
 	}
 }
 

@@ -43,6 +43,9 @@ func main() {
 	cpu := flag.String("cpuprofile", "", "write the CPU profile here")
 	mem := flag.String("memprofile", "", "write an allocation profile (alloc_space) here")
 	flag.Parse()
+	if *modern && *cell == "churn" {
+		log.Fatal("-modern -cell churn: 2026-07-28 has no sessions, so no initialize + DELETE to churn")
+	}
 
 	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog}
 	var rb *bench.RedisBackend
@@ -125,7 +128,7 @@ func main() {
 		}
 		printCommandStats(stats, rps*dur.Seconds())
 	}
-	fmt.Printf("PROFILE peer=%s cell=%s conc=%d dur=%v rate=%.0f/s cpu_per_op=%.1fus (process CPU, clients included)\n", *peer, *cell, *conc, *dur, rps, cpuPerOp*1e6)
+	fmt.Printf("PROFILE peer=%s cell=%s modern=%v conc=%d dur=%v rate=%.0f/s cpu_per_op=%.1fus (process CPU, clients included)\n", *peer, *cell, *modern, *conc, *dur, rps, cpuPerOp*1e6)
 }
 
 // printCommandStats prints INFO commandstats (lines such as
