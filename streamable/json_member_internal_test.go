@@ -29,36 +29,10 @@ var soleMemberSeeds = []string{
 	`{"arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"inner"}}`,
 }
 
-// decodedMetaVersion and decodedName are what eraOf and
-// checkStandardHeaders read before the one-walk read: encoding/json's
-// decoding, the reference.
-func decodedMetaVersion(params []byte) string {
-	var p struct {
-		Meta struct {
-			Version string `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return ""
-	}
-	return p.Meta.Version
-}
-
-func decodedName(params []byte, field string) string {
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	_ = json.Unmarshal(params, &p)
-	if field == "uri" {
-		return p.URI
-	}
-	return p.Name
-}
-
 // FuzzMetaVersionAndName checks metaVersion and nameInParams against
-// encoding/json's decoding on every valid JSON value: the one-walk read
-// changes no answer.
+// encoding/json's decoding (decodedMetaVersion, decodedName: what eraOf and
+// checkStandardHeaders read before the one-walk read) on every valid JSON
+// value: the one-walk read changes no answer.
 func FuzzMetaVersionAndName(f *testing.F) {
 	for _, s := range soleMemberSeeds {
 		f.Add([]byte(s))

@@ -54,6 +54,12 @@ func metaVersion(params json.RawMessage) string {
 			return v
 		}
 	}
+	return decodedMetaVersion(params)
+}
+
+// decodedMetaVersion is metaVersion by encoding/json: params decoded into
+// a struct with the one field, "" when it does not decode.
+func decodedMetaVersion(params json.RawMessage) string {
 	var p struct {
 		Meta struct {
 			Version string `json:"io.modelcontextprotocol/protocolVersion"`

@@ -203,6 +203,12 @@ func nameInParams(params json.RawMessage, field string) string {
 	if s, ok := soleString(params, field); ok {
 		return s
 	}
+	return decodedName(params, field)
+}
+
+// decodedName is nameInParams by encoding/json: params decoded into a
+// struct with both fields, a decoding error ignored (what decoded stays).
+func decodedName(params json.RawMessage, field string) string {
 	var p struct {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
