@@ -192,7 +192,7 @@ func (l *listenSet) offer(n mcp.JSONRPCNotification) {
 
 // serveListen serves a subscriptions/listen request on sess, its own
 // ephemeral session: the request's writer also writes what its feed takes.
-func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, feed *listenFeed) {
+func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, sess *session, env *envelope, body []byte, feed *listenFeed) {
 	h.ensureTap()
 	h.runRequestOn(w, r, sess, env, body, nil, feed)
 }

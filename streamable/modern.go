@@ -79,15 +79,53 @@ func decodedMetaVersion(params json.RawMessage) string {
 // a long response, cancelled when its client goes away, and bounded by
 // Shutdown. A subscriptions/listen request becomes a listen stream
 // (listen.go). Nothing here mints or reads a session id.
-func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelope, body []byte, era requestEra) {
+func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *postMessage) {
+	sess, feed := h.admitModern(w, r, m)
+	if sess == nil {
+		return
+	}
+	if feed != nil {
+		defer h.listens.close(feed)
+	}
+	defer sess.terminate(context.Background(), errRequestDone)
+	switch {
+	case len(m.env.ID) == 0:
+		h.notify(h.requestContext(h.eraContext(r.Context(), sess), r), sess, m.body)
+		h.met.answered(causeAccepted)
+		w.WriteHeader(http.StatusAccepted)
+	case feed != nil:
+		h.serveListen(w, r, sess, &m.env, m.body, feed)
+	default:
+		h.runRequestOn(w, r, sess, &m.env, m.body, nil, nil)
+	}
+}
+
+// eraContext is ctx as a request on sess runs in: for a 2026-07-28 one,
+// with the protocol versions the handler serves, which mcp-go holds the
+// version in its _meta to.
+func (h *Handler) eraContext(ctx context.Context, sess *session) context.Context {
+	if !sess.modern {
+		return ctx
+	}
+	return mcpserver.WithSupportedProtocolVersions(ctx, h.versions)
+}
+
+// admitModern checks a 2026-07-28 message and makes the ephemeral session
+// it runs on, registered with the handler, and for a listen request its
+// feed: a nil session, with the request answered, when it is refused. Its
+// frame, like acceptPost's, is off the stack while the message runs.
+//
+//go:noinline
+func (h *Handler) admitModern(w http.ResponseWriter, r *http.Request, m *postMessage) (*session, *listenFeed) {
+	env := &m.env
 	id := env.requestID()
 	if env.Method == "" {
 		h.writeFailure(w, errModernResponse().forRequest(env.ID))
-		return
+		return nil, nil
 	}
-	if f := h.checkModern(r, env, era); f != nil {
+	if f := h.checkModern(r, *env, m.era); f != nil {
 		h.writeFailure(w, f.forRequest(id))
-		return
+		return nil, nil
 	}
 	sess := newSession(h, "modern-"+rand.Text())
 	sess.stateless, sess.modern = true, true
@@ -95,37 +133,27 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, env envelo
 	if env.Method == methodListen && len(env.ID) > 0 {
 		if !streams(w) {
 			h.writeFailure(w, errListenCannotStream().forRequest(id))
-			return
+			return nil, nil
 		}
 		if f := checkListenFilter(env.Params); f != nil {
 			h.writeFailure(w, f.forRequest(id))
-			return
+			return nil, nil
 		}
 		var f *failure
 		if feed, f = h.listens.open(env.ID, h.cfg.MaxListenStreams); f != nil {
 			h.writeFailure(w, f.forRequest(id))
-			return
+			return nil, nil
 		}
-		defer h.listens.close(feed)
 		sess.listen = true
 	}
 	if f := h.addSession(sess); f != nil {
+		if feed != nil {
+			h.listens.close(feed)
+		}
 		h.writeFailure(w, f.forRequest(id))
-		return
+		return nil, nil
 	}
-	defer sess.terminate(context.Background(), errRequestDone)
-	r = r.WithContext(mcpserver.WithSupportedProtocolVersions(r.Context(), h.versions))
-	if len(env.ID) == 0 {
-		h.notify(h.requestContext(r.Context(), r), sess, body)
-		h.met.answered(causeAccepted)
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	if feed != nil {
-		h.serveListen(w, r, sess, env, body, feed)
-		return
-	}
-	h.serveRequest(w, r, sess, env, body)
+	return sess, feed
 }
 
 // checkListenFilter bounds what a listen request asks for: at most

@@ -59,13 +59,13 @@ func (h *Handler) isNetHTTPWriter(w http.ResponseWriter) bool {
 // runResumableInline runs a resumable request on this handler goroutine:
 // runResumable without the worker. It returns when the request has
 // returned; a response let go of before that was ended by its writer.
-func (h *Handler) runResumableInline(w http.ResponseWriter, r *http.Request, srv *http.Server, sess *session, env envelope, body []byte) {
+func (h *Handler) runResumableInline(w http.ResponseWriter, r *http.Request, srv *http.Server, sess *session, env *envelope, body []byte) {
 	p, ok := h.beginResumable(w, r, sess, env, srv)
 	if !ok {
 		return
 	}
 	p.watchClientInline(r)
-	p.run(body, &env)
+	p.run(body, env)
 	p.returned()
 	p.cancel(nil)
 	p.sess.endWork(p)

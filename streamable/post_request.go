@@ -29,12 +29,12 @@ func (h *Handler) serveRequest(w http.ResponseWriter, r *http.Request, sess *ses
 // runRequest is serveRequest for a request on its own (batch nil) or one
 // of a JSON-RPC batch, whose answer joins the batch's response (batch.go).
 func (h *Handler) runRequest(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse) {
-	h.runRequestOn(w, r, sess, env, body, batch, nil)
+	h.runRequestOn(w, r, sess, &env, body, batch, nil)
 }
 
 // runRequestOn is runRequest for a listen stream too (feed not nil): its
 // writer also writes what the feed takes (listen.go).
-func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte, batch *batchResponse, feed *listenFeed) {
+func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *session, env *envelope, body []byte, batch *batchResponse, feed *listenFeed) {
 	if h.resumablePost(sess, batch, feed) {
 		if srv := h.inlineServer(w, r); srv != nil {
 			h.runResumableInline(w, r, srv, sess, env, body)
@@ -43,7 +43,7 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		return
 	}
-	ctx, span := h.startRequestSpan(h.requestContext(r.Context(), r), r, sess, env)
+	ctx, span := h.startRequestSpan(h.requestContext(h.eraContext(r.Context(), sess), r), r, sess, env)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, traced: span != nil}
@@ -63,7 +63,7 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	defer sess.endWork(p)
 	p.prepare()
-	p.run(body, &env)
+	p.run(body, env)
 }
 
 // prepare makes the request's session (its queues come on first use).

@@ -58,7 +58,7 @@ func (h *Handler) resumablePost(sess *session, batch *batchResponse, feed *liste
 // it. This goroutine returns when the request has answered or the writer
 // let go of the response, whichever comes first; it never touches the
 // response after that.
-func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, body []byte) {
+func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *session, env *envelope, body []byte) {
 	p, ok := h.beginResumable(w, r, sess, env, nil)
 	if !ok {
 		return
@@ -67,7 +67,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	// on the heap when that is recorded, none otherwise.
 	var op *envelope
 	if h.met.opTimed() {
-		e := env
+		e := *env
 		op = &e
 	}
 	done := make(chan struct{})
@@ -91,7 +91,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 // runs it (post_inline.go). Only the HTTP request's end is left out of its context: what
 // ContextFunc derives (a deadline included) applies. It answers the
 // request itself and reports false when the session refused the work.
-func (h *Handler) beginResumable(w http.ResponseWriter, r *http.Request, sess *session, env envelope, srv *http.Server) (*postStream, bool) {
+func (h *Handler) beginResumable(w http.ResponseWriter, r *http.Request, sess *session, env *envelope, srv *http.Server) (*postStream, bool) {
 	ctx, span := h.startRequestSpan(h.requestContext(context.WithoutCancel(r.Context()), r), r, sess, env)
 	ctx, cancel := context.WithCancelCause(ctx)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, traced: span != nil,

@@ -99,7 +99,7 @@ func (t *tracing) propagator() propagation.TextMapPropagator {
 // returns ctx and nil when tracing is off. The parent is the trace context
 // in params._meta when it has one, else the span ctx holds, else the one
 // the HTTP headers carry.
-func (h *Handler) startRequestSpan(ctx context.Context, r *http.Request, sess *session, env envelope) (context.Context, trace.Span) {
+func (h *Handler) startRequestSpan(ctx context.Context, r *http.Request, sess *session, env *envelope) (context.Context, trace.Span) {
 	if !h.tracing.on() {
 		return ctx, nil
 	}

@@ -44,7 +44,7 @@ func BenchmarkRequestSpan(b *testing.B) {
 	b.Run("lifeline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_, span := h.startRequestSpan(context.Background(), r, sess, env)
+			_, span := h.startRequestSpan(context.Background(), r, sess, &env)
 			endRequestSpan(span, resp)
 		}
 	})
