@@ -90,9 +90,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *postMes
 	defer sess.terminate(context.Background(), errRequestDone)
 	switch {
 	case len(m.env.ID) == 0:
-		h.notify(h.requestContext(h.eraContext(r.Context(), sess), r), sess, m.body)
-		h.met.answered(causeAccepted)
-		w.WriteHeader(http.StatusAccepted)
+		h.acceptNotification(w, r, sess, m.body)
 	case feed != nil:
 		h.serveListen(w, r, sess, &m.env, m.body, feed)
 	default:

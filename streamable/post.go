@@ -135,9 +135,7 @@ func (h *Handler) serveSessionPost(w http.ResponseWriter, r *http.Request, envp 
 		h.met.answered(causeAccepted)
 		w.WriteHeader(http.StatusAccepted)
 	case len(env.ID) == 0:
-		h.notify(h.requestContext(r.Context(), r), sess, body)
-		h.met.answered(causeAccepted)
-		w.WriteHeader(http.StatusAccepted)
+		h.acceptNotification(w, r, sess, body)
 	default:
 		h.serveRequest(w, r, sess, env, body)
 	}

@@ -407,6 +407,14 @@ func (h *Handler) notify(ctx context.Context, cs server.ClientSession, body []by
 	h.mcp.HandleMessage(h.mcp.WithContext(ctx, cs), body)
 }
 
+// acceptNotification runs a client's notification on sess, in the context
+// sess's requests run in, and answers 202.
+func (h *Handler) acceptNotification(w http.ResponseWriter, r *http.Request, sess *session, body []byte) {
+	h.notify(h.requestContext(h.eraContext(r.Context(), sess), r), sess, body)
+	h.met.answered(causeAccepted)
+	w.WriteHeader(http.StatusAccepted)
+}
+
 // smallResponse is the largest JSON answer written without a deadline: it
 // fits net/http's 4 KiB write buffer, so the handler cannot block on it.
 const smallResponse = 4 << 10

@@ -36,9 +36,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env env
 	}
 	defer sess.terminate(context.Background(), errRequestDone)
 	if len(env.ID) == 0 {
-		h.notify(h.requestContext(r.Context(), r), sess, body)
-		h.met.answered(causeAccepted)
-		w.WriteHeader(http.StatusAccepted)
+		h.acceptNotification(w, r, sess, body)
 		return
 	}
 	h.serveRequest(w, r, sess, env, body)

@@ -48,10 +48,11 @@ import (
 // P+"events:" used, costs about 4.5 KB however few its entries). A replay
 // reads its stream's list from the newest event back, in reads that
 // double from 64 elements, so it reads at most twice what it returns plus
-// 64 (the whole stream for an id older than the stream's first event). Replicas running that earlier layout and this one keep separate
-// logs: a stream one recorded is not resumable on the other (its ids are
-// unknown there, and the client starts the request over), so streams open
-// across a deploy that changes the layout are not carried over.
+// 64 (the whole stream for an id older than the stream's first event).
+// Replicas running that earlier layout and this one keep separate logs: a
+// stream one recorded is not resumable on the other (its ids are unknown
+// there, and the client starts the request over), so streams open across
+// a deploy that changes the layout are not carried over.
 //
 // # Bounds
 //
