@@ -249,6 +249,14 @@ type Config struct {
 	// are purged when it ends here (DELETE, or expiry noticed by this
 	// process); with a shared Store, a session that expired there keeps
 	// its events until their own expiry. Pings are never recorded.
+	// Every message a stream carries is recorded before it is written.
+	// With a log in another process (anything but a
+	// sessionstore.MemoryEventLog), a resumable POST response's first
+	// notifications (a session-era request's, not a batch's or a listen
+	// stream's) wait up to 5 ms before they are recorded and written: a
+	// request that answers meanwhile has them and its answer recorded in
+	// one call, one round trip instead of two. A request to the client is
+	// never held back.
 	EventLog sessionstore.EventLog
 	// DisableEventLog turns resumability off, whatever EventLog is: GET
 	// streams carry no ids and Last-Event-ID is ignored (a fresh stream).

@@ -4,7 +4,13 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"time"
 )
+
+// SetOpenLinger sets how long h's resumable responses on a log in another
+// process hold their first notifications back (post_linger.go), before h
+// serves anything.
+func SetOpenLinger(h *Handler, d time.Duration) { h.openLinger = d }
 
 // AsNetHTTPWriter returns w as a stand-in for net/http's own HTTP/1
 // response writer, whose resumable requests run on the handler goroutine

@@ -85,6 +85,7 @@ type Handler struct {
 	unrecorded       atomic.Int64              // messages the event log refused (resume.go)
 	postSignals      postSignals               // resumable POST streams: running here, resumers following (post_signals.go)
 	logLocal         bool                      // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
+	openLinger       time.Duration             // openLinger, but for tests (post_linger.go)
 	checker          bool                      // the store is shared and a sessionstore.LivenessChecker (session_touch.go)
 	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
 	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)
@@ -119,25 +120,26 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	cfg = cfg.effective()
 	served := newServedVersions(cfg.ProtocolVersions, cfg.Logger) // panics before anything starts
 	h := &Handler{
-		served:    served,
-		versions:  served.all,
-		mcp:       mcpServer,
-		cfg:       cfg,
-		log:       cfg.Logger,
-		holder:    rand.Text(),
-		sessions:  make(map[string]*session),
-		adopting:  make(map[string]*adoption),
-		callers:   make(map[string]int),
-		stopSweep: make(chan struct{}),
-		drainEnd:  make(chan struct{}),
-		sweepDone: make(chan struct{}),
-		shared:    isShared(cfg.Store),
-		logLocal:  isMemoryLog(cfg.EventLog),
-		checker:   livenessChecker(cfg.Store),
-		tracing:   newTracing(cfg),
-		met:       newMeters(cfg.MeterProvider),
-		writers:   newWriterPool(),
-		watch:     newRequestWatch(cfg.HeartbeatInterval),
+		served:     served,
+		versions:   served.all,
+		mcp:        mcpServer,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		holder:     rand.Text(),
+		sessions:   make(map[string]*session),
+		adopting:   make(map[string]*adoption),
+		callers:    make(map[string]int),
+		stopSweep:  make(chan struct{}),
+		drainEnd:   make(chan struct{}),
+		sweepDone:  make(chan struct{}),
+		shared:     isShared(cfg.Store),
+		logLocal:   isMemoryLog(cfg.EventLog),
+		openLinger: openLinger,
+		checker:    livenessChecker(cfg.Store),
+		tracing:    newTracing(cfg),
+		met:        newMeters(cfg.MeterProvider),
+		writers:    newWriterPool(),
+		watch:      newRequestWatch(cfg.HeartbeatInterval),
 	}
 	h.store = meteredStore{inner: cfg.Store, m: h.met}
 	if h.shared {

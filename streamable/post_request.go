@@ -127,8 +127,8 @@ type postStream struct {
 	releaseWake    chan struct{}  // a release is asked for (buffered); made with the writer (makeReleaseChannels)
 	released       chan struct{}  // closed by the writer once it let go of the response
 	releaseRefused chan struct{}  // the session's bound refused a let-go (buffered)
-	letGone        bool           // the writer's: released is closed
 	detached       *time.Timer    // bounds the request once let go of (mu)
+	letGone        bool           // the writer's: released is closed
 	detachedDone   bool           // the request has returned: detached stays stopped (mu)
 	lastOK         bool           // the last send was recorded or written whole
 	last           bool           // the answer is being sent: the response's last write (writeLast)
@@ -142,6 +142,7 @@ type postStream struct {
 	// Written by the writer goroutine while it runs, else by the handler.
 	sse  *sseStream
 	lost int
+	held *heldBack // notifications held back before the response opens (post_linger.go)
 
 	mu         sync.Mutex // guards the writer's start and stop
 	started    bool
@@ -228,10 +229,17 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 		p.batch.respond(p, resp)
 		return
 	}
+	// Notifications the writer held back (post_linger.go), which it
+	// left to the answer once the request returned: recorded with it and
+	// written with it, in the response's opening write.
+	var held [][]byte
+	if p.held != nil {
+		held = p.takeHeld()
+	}
 	// A response let go of before it began (closed before its opening
 	// write) belongs to a handler that has returned: the answer is only
 	// recorded, for the client's resume.
-	if p.sse == nil || (!p.sse.begun() && !p.letGone) {
+	if held == nil && (p.sse == nil || (!p.sse.begun() && !p.letGone)) {
 		p.respondJSON(resp)
 		return
 	}
@@ -239,12 +247,19 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 	if err != nil {
 		p.h.log.Error("lifeline: response does not encode", "session", logID(p.sess.id), "err", err)
 		p.lost++
+		if held != nil {
+			p.send(held...)
+		}
 		return
 	}
 	// Written even if the request was cancelled (a terminating session):
 	// an answer that exists goes to a client that can take it. It is the
 	// response's last write (writeLast).
 	p.last = true
+	if held != nil {
+		p.send(append(held, b)...)
+		return
+	}
 	p.send(b)
 }
 

@@ -70,28 +70,39 @@ func (p *postStream) write() {
 			notes, reqs = p.rs.queues()
 			ready = nil
 		case n := <-notes:
-			p.sendBatch(notes, reqs, p.encodeNote(n))
+			p.sendBatch(notes, reqs, p.encodeNote(n), false)
 			ackedFeed()
 		case m := <-reqs:
 			if !p.sess.calls.take(m) {
 				m = nil // a request whose caller gave up
 			}
-			p.sendBatch(notes, reqs, m)
+			p.sendBatch(notes, reqs, m, m != nil)
+		case <-p.lingerOver():
+			p.flushHeld()
 		case <-feedWake:
 			p.sendFeed()
 		case <-tick:
+			p.flushHeld()
 			p.keepalive()
 		case <-p.releaseWake:
+			// What the request sent before the let-go was asked for
+			// (CloseSSEStream after a notification, say) goes out
+			// before the response ends, whichever the select took
+			// first.
+			p.sendBatch(notes, reqs, nil, false)
+			p.flushHeld()
 			p.letGo()
 		case <-p.done:
 			// Everything the request sent before it returned is queued by
-			// now: deliver it; the handler writes the answer after us.
+			// now: deliver it; the handler writes the answer after us,
+			// with what the linger still holds (post_linger.go).
 			select {
 			case <-ready:
 				notes, reqs = p.rs.queues()
 			default:
 			}
-			p.sendBatch(notes, reqs, nil)
+			p.sendBatch(notes, reqs, nil, false)
+			p.leaveHeldToAnswer()
 			ackedFeed()
 			if feedWake != nil {
 				p.sendFeed()
@@ -104,13 +115,17 @@ func (p *postStream) write() {
 // maxBatch bounds how many queued messages the writer puts in one write.
 const maxBatch = 64
 
-// sendBatch writes first (if not nil) and every message already queued, up
-// to maxBatch per write, in order of arrival within each queue, with one
-// write and flush per batch instead of one per message.
-func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []byte, first []byte) {
+// sendBatch writes first (if not nil; firstIsRequest when it is a request
+// to the client) and every message already queued, up to maxBatch per
+// write, in order of arrival within each queue, with one write and flush
+// per batch instead of one per message (deliver: a resumable response
+// may hold notifications back before it opens).
+func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []byte, first []byte, firstIsRequest bool) {
 	batch := make([][]byte, 0, 8)
+	hasRequest := false
 	if first != nil {
 		batch = append(batch, first)
+		hasRequest = firstIsRequest
 	}
 	for {
 		select {
@@ -121,22 +136,21 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 		case m := <-reqs:
 			if p.sess.calls.take(m) {
 				batch = append(batch, m)
+				hasRequest = true
 			}
 		default:
 			// Called after a receive, so something was taken (even if
 			// it did not encode): a waiting sender has room.
 			p.rs.madeRoom()
 			if len(batch) > 0 {
-				p.send(batch...)
-				p.sent(batch)
+				p.deliver(batch, hasRequest)
 			}
 			return
 		}
 		if len(batch) == maxBatch {
 			p.rs.madeRoom()
-			p.send(batch...)
-			p.sent(batch)
-			batch = batch[:0]
+			p.deliver(batch, hasRequest)
+			batch, hasRequest = batch[:0], false
 		}
 	}
 }
