@@ -113,6 +113,20 @@ func (r *rig) quiesce() {
 	})
 }
 
+// shutDownAtCleanup shuts h down, then closes ts, when t ends: the
+// handler first (its Shutdown must succeed within wait), then the server
+// that serves it.
+func shutDownAtCleanup(t *testing.T, h *streamable.Handler, ts *httptest.Server) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		ts.Close()
+	})
+}
+
 func wantStatus(t testing.TB, what string, got, want int, body []byte) {
 	t.Helper()
 	if got != want {

@@ -28,14 +28,7 @@ func lingerRig(t *testing.T, srv *server.MCPServer, linger time.Duration) (*batc
 	h := streamable.New(srv, streamable.Config{EventLog: log, HeartbeatInterval: streamable.Disabled})
 	streamable.SetOpenLinger(h, linger) // before it serves
 	ts := httptest.NewServer(h)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		ts.Close()
-	})
+	shutDownAtCleanup(t, h, ts)
 	c := testutil.NewClient(ts.URL)
 	initializeAt(t, c, "2025-11-25")
 	return log, c

@@ -200,14 +200,7 @@ func TestReviewHTTP2StreamedAnswerLeftInBufferArrives(t *testing.T) {
 			ts := httptest.NewUnstartedServer(h)
 			ts.EnableHTTP2 = true
 			ts.StartTLS()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				if err := h.Shutdown(ctx); err != nil {
-					t.Errorf("Shutdown: %v", err)
-				}
-				ts.Close()
-			})
+			shutDownAtCleanup(t, h, ts)
 			c := testutil.NewClient(ts.URL)
 			c.HTTP = ts.Client()
 			ctx := testutil.Context(t, wait)
