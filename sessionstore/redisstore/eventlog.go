@@ -56,14 +56,20 @@ import (
 //
 // # Bounds
 //
-// StoreEvent enforces every bound in the same script, exactly (StoreEvents
-// after each of its messages' RPUSH, as that many StoreEvent calls would):
-// after the RPUSH it drops the stream's oldest events while the stream is past its
+// StoreEvent enforces every bound in the same script, exactly: after the
+// RPUSH it drops the stream's oldest events while the stream is past its
 // event or byte bound, then the session's oldest (the stream first in the
 // sorted set, whose head is the session's oldest event) while the session
 // is past its own; the hash keeps each stream's and the session's counts
-// and bytes. A stream left empty is deleted, with its hash fields,
-// so the hash holds five fields per stream holding events.
+// and bytes. StoreEvents keeps what that many StoreEvent calls would: it
+// enforces the stream's bounds after each message, and the session's once
+// after the last (and before a message that takes its stream past the
+// stream's bound), which drops the same events. A drop takes as many of a
+// stream's oldest events as the bound needs in one read of the list, up
+// to the next stream's head: a session at its bound whose oldest stream is
+// a POST response's drops it whole at once. A stream left empty is
+// deleted, with its hash fields, so the hash holds five fields per stream
+// holding events.
 //
 // # Expiry
 //

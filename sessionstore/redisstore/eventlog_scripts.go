@@ -17,15 +17,23 @@ import "github.com/redis/go-redis/v9"
 // stream keys from B (ARGV[1]), like the prune helper of the record
 // scripts; on Redis Cluster the prefix's hash tag keeps them in one slot.
 
-// luaEventDrop drops the oldest event of stream number m and answers how
-// many events and bytes went (as counted: the session's totals take off
-// exactly that), and whether the stream went whole: a stream left empty
-// goes, key and hash fields, and so does one whose key is gone or holds
-// one element (a maxmemory policy evicted it, and an RPUSH may have made
-// it again), whatever its counts say. It re-scores the stream's head in
-// B+":h", and updates the stream's counts unless own: the counts of the
-// stream being stored to (oc events, ob bytes) are the store script's,
-// kept in locals and written once, as are the session's totals.
+// luaEventDrop drops the oldest events of stream number m, as many of
+// them as single drops would take to drop at least ne events and nb bytes,
+// stopping before an event whose sequence number is past upto (nil: no
+// limit; the session's bound drops the session's oldest event first, so
+// it stops at the next stream's head), and answers how many events and
+// bytes went (as counted: the session's totals take off exactly that),
+// and whether the stream went whole. A single drop of a stream that holds
+// one element, or whose key is gone (a maxmemory policy evicted it, and
+// an RPUSH may have made it again), forgets the stream, key and hash
+// fields, whatever its counts say: so does this one when it runs out of
+// elements with its need unmet. It reads the stream's head in one LRANGE
+// of up to max(ne, 8) + 1 elements, drops what it took off with one LTRIM
+// and re-scores the stream's head in B+":h": a call per stream, not per
+// event (a caller whose need is unmet calls again). It updates the
+// stream's counts unless own: the counts of the stream being stored to
+// (oc events, ob bytes) are the store script's, kept in locals and
+// written once, as are the session's totals.
 const luaEventDrop = `
 local function forget(meta, heads, base, m)
   redis.call('DEL', base .. ':' .. m)
@@ -33,10 +41,22 @@ local function forget(meta, heads, base, m)
   redis.call('HDEL', meta, 's:' .. name, 'k:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
   redis.call('ZREM', heads, m)
 end
-local function drop(meta, heads, base, m, own, oc, ob)
+local function drop(meta, heads, base, m, own, oc, ob, ne, nb, upto)
   local k = base .. ':' .. m
-  local h = redis.call('LRANGE', k, 0, 1)
-  if #h < 2 then
+  local want = math.max(ne, 8)
+  local h = redis.call('LRANGE', k, 0, want)
+  local dc, db, passed = 0, 0, false
+  while dc < #h - 1 and (dc < ne or db < nb) do
+    dc = dc + 1
+    db = db + string.len(h[dc]) - string.find(h[dc], ' ', 1, true)
+    if upto and tonumber(string.match(h[dc + 1], '^%d+')) > upto then
+      passed = true -- another stream's head is older now
+      break
+    end
+  end
+  local short = dc < ne or db < nb
+  if #h < 2 or (short and not passed and dc == #h - 1 and #h <= want) then
+    -- As single drops would: the last element left, the stream goes.
     local c, b = oc, ob
     if not own then
       c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
@@ -45,15 +65,14 @@ local function drop(meta, heads, base, m, own, oc, ob)
     forget(meta, heads, base, m)
     return c, b, true
   end
-  local sz = string.len(h[1]) - string.find(h[1], ' ', 1, true)
-  redis.call('LPOP', k)
+  redis.call('LTRIM', k, dc, -1)
   if not own then
-    redis.call('HINCRBY', meta, 'c:' .. m, -1)
+    redis.call('HINCRBY', meta, 'c:' .. m, -dc)
     -- Never HINCRBY by -0, which Lua would write for a size of 0.
-    if sz ~= 0 then redis.call('HINCRBY', meta, 'b:' .. m, -sz) end
+    if db ~= 0 then redis.call('HINCRBY', meta, 'b:' .. m, -db) end
   end
-  redis.call('ZADD', heads, string.match(h[2], '^%d+'), m)
-  return 1, sz, false
+  redis.call('ZADD', heads, string.match(h[dc + 1], '^%d+'), m)
+  return dc, db, false
 end
 `
 
@@ -65,9 +84,12 @@ end
 // repeating the stream's last call (same nonce: go-redis retried it after
 // its connection broke) stores nothing and answers the same ids.
 //
-// Each message is stored, and the bounds enforced after it, as a call of
-// its own would; the messages of one call share the rest: the lookup of
-// the log and the stream, the expiries, the retry's record.
+// Each message is stored as a call of its own would, and what the bounds
+// keep is what such calls would keep: the stream's bounds are enforced
+// after each message, the session's after the last (sessionBound, below,
+// says why that drops the same events); the messages of one call share
+// the rest: the lookup of the log and the stream, the expiries, the
+// retry's record.
 //
 // Expiry: meta and heads get the ttl; a stream key gets ttl+slack when it
 // is stored to, and every stream key of the session gets it again once
@@ -116,10 +138,33 @@ local gone = false -- the stream went whole (its key was evicted)
 -- Each message as a call of its own would store it, bounds included.
 -- The stream's counts and the session's totals stay in locals until the
 -- end.
+-- sessionBound drops the session's oldest events while the session is
+-- past a bound: a drop takes a stream's oldest events off at once
+-- (luaEventDrop), up to the next stream's head.
+local function sessionBound()
+  while cnt > maxE or bytes > maxB do
+    local two = redis.call('ZRANGE', heads, 0, 1, 'WITHSCORES')
+    local oldest = two[1]
+    if not oldest then break end -- heads evicted by a maxmemory policy
+    local own = not gone and oldest == n
+    local dc, db, whole = drop(meta, heads, base, oldest, own, sc, sb, cnt - maxE, bytes - maxB, tonumber(two[4]))
+    if own then sc, sb, gone = sc - dc, sb - db, whole end
+    cnt, bytes = cnt - dc, bytes - db
+  end
+end
 for i = first, #ARGV do
-  if gone then n, sc, sb, gone = register(), 0, 0, false end
   -- Written with %d: Lua writes a number of 15 digits as 1e+14.
   local seq, size = string.format('%d', seq0 + i - first), string.len(ARGV[i])
+  -- The session's bounds are enforced once, after the last message, not
+  -- after each: dropping the session's oldest events first after each
+  -- message or once after all of them drops the same events, the totals
+  -- only growing between, unless the stream's own bound drops some of its
+  -- events between (a session drop made before would then have been made
+  -- with more events held, and may have dropped one that is kept after).
+  -- So before a message that takes the stream past its bound, the
+  -- session's bounds are enforced as they stand.
+  if i > first and not gone and (sc + 1 > maxSE or sb + size > maxSB) then sessionBound() end
+  if gone then n, sc, sb, gone = register(), 0, 0, false end
   redis.call('RPUSH', base .. ':' .. n, seq .. ' ' .. ARGV[i])
   -- The stream's head: its first event's. Once a call, NX puts back a
   -- head that a maxmemory policy evicted, scored by the stream's oldest
@@ -131,22 +176,16 @@ for i = first, #ARGV do
     redis.call('ZADD', heads, 'XX', string.match(oldest, '^%d+'), n)
   end
   sc, sb, cnt, bytes = sc + 1, sb + size, cnt + 1, bytes + size
+  out[#out + 1] = tag .. '-' .. n .. '-' .. seq
   -- The new event is never dropped (it fits both byte bounds alone),
-  -- unless the stream's key was evicted: then the stream goes whole.
+  -- unless the stream's key was evicted: then the stream goes whole, and
+  -- the next message starts a new one.
   while not gone and (sc > maxSE or sb > maxSB) do
-    local dc, db, whole = drop(meta, heads, base, n, true, sc, sb)
+    local dc, db, whole = drop(meta, heads, base, n, true, sc, sb, sc - maxSE, sb - maxSB, nil)
     sc, sb, cnt, bytes, gone = sc - dc, sb - db, cnt - dc, bytes - db, whole
   end
-  while cnt > maxE or bytes > maxB do
-    local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
-    if not oldest then break end -- heads evicted by a maxmemory policy
-    local own = not gone and oldest == n
-    local dc, db, whole = drop(meta, heads, base, oldest, own, sc, sb)
-    if own then sc, sb, gone = sc - dc, sb - db, whole end
-    cnt, bytes = cnt - dc, bytes - db
-  end
-  out[#out + 1] = tag .. '-' .. n .. '-' .. seq
 end
+sessionBound()
 redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', heads, ttl)
 if not gone then redis.call('PEXPIRE', base .. ':' .. n, ttl + slack) end
