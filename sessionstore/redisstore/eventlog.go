@@ -65,9 +65,11 @@ import (
 // enforces the stream's bounds after each message, and the session's once
 // after the last (and before a message that takes its stream past the
 // stream's bound), which drops the same events. A drop takes as many of a
-// stream's oldest events as the bound needs in one read of the list, up
-// to the next stream's head: a session at its bound whose oldest stream is
-// a POST response's drops it whole at once. A stream left empty is
+// stream's oldest events as an event bound needs in one read of the list,
+// up to the next stream's head: a session at its bound whose oldest stream
+// is a POST response's drops it whole at once. (A call that finds keys
+// evicted enforces the session's bounds after each message: see Retries
+// and evictions.) A stream left empty is
 // deleted, with its hash fields, so the hash holds five fields per stream
 // holding events.
 //
@@ -89,11 +91,13 @@ import (
 // nothing and answers the same id. go-redis resends a whole pipeline, so
 // no pipeline carries two stores of one stream. A Redis whose maxmemory
 // policy evicts keys can drop events before their bounds or TTL do;
-// replaying after
-// them answers ErrUnknownEventID, and the log forgets a stream whose key
-// it finds gone when a bound's drop reaches it (until then its lost events
-// still count towards the session's bounds). Run Redis with noeviction
-// (or accept that).
+// replaying after them answers ErrUnknownEventID, and the log forgets a
+// stream whose key it finds gone when a bound's drop reaches it (until
+// then its lost events still count towards the session's bounds). A
+// StoreEvents that finds its stream's key or the set of stream heads
+// evicted enforces the session's bounds after each of its messages, as
+// StoreEvent calls would, so that the counts of lost events cost it what
+// they would cost them. Run Redis with noeviction (or accept that).
 type EventLog struct {
 	s       *Store
 	opts    sessionstore.EventLogOptions

@@ -52,7 +52,7 @@ func TestEventLogBoundDropsAStreamAtOnce(t *testing.T) {
 	for i := range batch {
 		batch[i] = json.RawMessage(`"m"`)
 	}
-	var first []string
+	var first, kept []string // the first stream's ids; each later stream's first id
 	for i := range streams + 1 {
 		if i == streams {
 			if err := c.ConfigResetStat(ctx).Err(); err != nil {
@@ -65,6 +65,8 @@ func TestEventLogBoundDropsAStreamAtOnce(t *testing.T) {
 		}
 		if i == 0 {
 			first = ids
+		} else {
+			kept = append(kept, ids[0])
 		}
 	}
 	calls := commandCalls(t, c, "lrange", "lpop", "ltrim", "zrange")
@@ -74,5 +76,38 @@ func TestEventLogBoundDropsAStreamAtOnce(t *testing.T) {
 	if _, err := l.ReplayEventsAfter(ctx, "s", first[perStream-1], func(string, json.RawMessage) error { return nil }); err == nil {
 		t.Fatal("the oldest stream's last event is still known; want the whole stream dropped")
 	}
+	for _, id := range kept {
+		sent := 0
+		if _, err := l.ReplayEventsAfter(ctx, "s", id, func(string, json.RawMessage) error { sent++; return nil }); err != nil || sent != perStream-1 {
+			t.Fatalf("replay after a later stream's first event sent %d, %v; want its other %d events: the drop took too much", sent, err, perStream-1)
+		}
+	}
 	checkLogHash(t, c, l, "s", "after the bound dropped a stream")
+}
+
+// A batch stored to a stream whose key a maxmemory policy evicted, in a
+// session at its bound whose counts still hold the lost events, keeps what
+// calls of their own would: the first message goes with the stream the log
+// then forgets, the next starts a new stream and stays. Enforced once at
+// the batch's end, the bound would forget the stream with every message
+// of the batch.
+func TestEventLogBatchOnAnEvictedStreamKeepsWhatSinglesWould(t *testing.T) {
+	t.Parallel()
+	c, s := testStore(t, "dropevict:")
+	ctx := t.Context()
+	l := s.EventLog(sessionstore.EventLogOptions{MaxSessionEvents: 2})
+	for range 2 {
+		if _, err := l.StoreEvent(ctx, "s", "A", json.RawMessage(`"a"`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Del(ctx, l.base("s")+":1") // A's key, evicted
+	ids, err := l.StoreEvents(ctx, "s", "A", []json.RawMessage{json.RawMessage(`"x1"`), json.RawMessage(`"x2"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReplayEventsAfter(ctx, "s", ids[1], func(string, json.RawMessage) error { return nil }); err != nil {
+		t.Fatalf("replay after the batch's last event: %v; want it kept, as StoreEvent calls keep it", err)
+	}
+	checkLogHash(t, c, l, "s", "after a batch on an evicted stream")
 }

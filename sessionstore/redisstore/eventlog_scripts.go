@@ -28,9 +28,12 @@ import "github.com/redis/go-redis/v9"
 // an RPUSH may have made it again), forgets the stream, key and hash
 // fields, whatever its counts say: so does this one when it runs out of
 // elements with its need unmet. It reads the stream's head in one LRANGE
-// of up to max(ne, 8) + 1 elements, drops what it took off with one LTRIM
-// and re-scores the stream's head in B+":h": a call per stream, not per
-// event (a caller whose need is unmet calls again). It updates the
+// of up to max(ne, 1) + 1 elements (the events a count bound needs
+// dropped, and the next head: never more than that of events up to the
+// byte bound's size), drops what it took off with one LTRIM and re-scores
+// the stream's head in B+":h": for a count bound, a call per stream, not
+// per event; a caller whose need is unmet (bytes, the next stream's head
+// reached) calls again. It updates the
 // stream's counts unless own: the counts of the stream being stored to
 // (oc events, ob bytes) are the store script's, kept in locals and
 // written once, as are the session's totals.
@@ -43,7 +46,7 @@ local function forget(meta, heads, base, m)
 end
 local function drop(meta, heads, base, m, own, oc, ob, ne, nb, upto)
   local k = base .. ':' .. m
-  local want = math.max(ne, 8)
+  local want = math.max(ne, 1)
   local h = redis.call('LRANGE', k, 0, want)
   local dc, db, passed = 0, 0, false
   while dc < #h - 1 and (dc < ne or db < nb) do
@@ -135,7 +138,7 @@ local count = #ARGV - first + 1
 local seq0 = redis.call('HINCRBY', meta, 'seq', count) - count + 1
 local out = {'OK'}
 local gone = false -- the stream went whole (its key was evicted)
--- Each message as a call of its own would store it, bounds included.
+local each = false -- the session's bounds after each message: keys were evicted
 -- The stream's counts and the session's totals stay in locals until the
 -- end.
 -- sessionBound drops the session's oldest events while the session is
@@ -162,16 +165,25 @@ for i = first, #ARGV do
   -- events between (a session drop made before would then have been made
   -- with more events held, and may have dropped one that is kept after).
   -- So before a message that takes the stream past its bound, the
-  -- session's bounds are enforced as they stand.
+  -- session's bounds are enforced as they stand. And a call that finds
+  -- keys a maxmemory policy evicted (the stream's list shorter than its
+  -- count, the heads' set without the stream or gone) enforces them
+  -- after each message (each), as before: there the counts hold events
+  -- that are gone, and enforcing them once could forget the stream whole,
+  -- the call's messages with it, where calls of their own would lose one
+  -- and start a new stream for the next.
   if i > first and not gone and (sc + 1 > maxSE or sb + size > maxSB) then sessionBound() end
   if gone then n, sc, sb, gone = register(), 0, 0, false end
-  redis.call('RPUSH', base .. ':' .. n, seq .. ' ' .. ARGV[i])
+  if i == first and sc == 0 and cnt > 0 and redis.call('ZCARD', heads) == 0 then each = true end
+  local held = redis.call('RPUSH', base .. ':' .. n, seq .. ' ' .. ARGV[i])
+  if i == first and held ~= sc + 1 then each = true end
   -- The stream's head: its first event's. Once a call, NX puts back a
   -- head that a maxmemory policy evicted, scored by the stream's oldest
   -- entry.
   if sc == 0 then
     redis.call('ZADD', heads, 'NX', seq, n)
   elseif i == first and redis.call('ZADD', heads, 'NX', seq, n) == 1 then
+    each = true
     local oldest = redis.call('LINDEX', base .. ':' .. n, 0)
     redis.call('ZADD', heads, 'XX', string.match(oldest, '^%d+'), n)
   end
@@ -184,6 +196,7 @@ for i = first, #ARGV do
     local dc, db, whole = drop(meta, heads, base, n, true, sc, sb, sc - maxSE, sb - maxSB, nil)
     sc, sb, cnt, bytes, gone = sc - dc, sb - db, cnt - dc, bytes - db, whole
   end
+  if each then sessionBound() end
 end
 sessionBound()
 redis.call('PEXPIRE', meta, ttl)
