@@ -229,3 +229,40 @@ func TestCloseSSEStreamSendsWhatIsHeldFirst(t *testing.T) {
 		t.Fatalf("resumed with %+v (%v); want the answer to 7", m, err)
 	}
 }
+
+// What the writer holds back is bounded: a request that sends more
+// notifications than a write carries (maxBatch) before it answers has them
+// go out, recorded, once the bound is reached, not held until the answer;
+// every one arrives, in order, before the answer.
+func TestHeldBackNotificationsAreBounded(t *testing.T) {
+	const notes = 150
+	srv := demotools.NewServer("linger", "1")
+	srv.AddTool(mcp.NewTool("flood"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := 1; i <= notes; i++ {
+			if err := progress(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	log, c := lingerRig(t, srv, time.Hour)
+	ctx := testutil.Context(t, wait)
+	evs := readAll(t, ctx, callWithProgress(t, ctx, c, "flood"))
+	if len(evs) != notes+2 || !evs[0].IsPriming() {
+		t.Fatalf("%d events; want the priming event, %d progress notifications and the answer", len(evs), notes)
+	}
+	for i, ev := range evs[1 : notes+1] {
+		if m, err := ev.Message(); err != nil || progressOf(t, m) != i+1 {
+			t.Fatalf("event %d: %+v (%v); want progress %d", i+1, ev, err, i+1)
+		}
+	}
+	calls := log.recorded()
+	if len(calls) < 2 {
+		t.Fatalf("the response's store calls, by message size: %v; want the held notifications sent at the bound, before the answer", calls)
+	}
+	for _, call := range calls {
+		if len(call) > 2*64+1 {
+			t.Fatalf("a store call of %d messages: more than the bound held back, a write's batch and the priming event", len(call))
+		}
+	}
+}
