@@ -47,9 +47,17 @@ func (p *postStream) deliver(batch [][]byte, hasRequest bool) {
 		p.held.msgs = append(p.held.msgs, batch...) // a copy: sendBatch reuses batch
 		return
 	}
-	msgs := batch
+	p.sendAfterHeld(batch)
+}
+
+// sendAfterHeld sends what is held back, if anything, then msgs, in one
+// write, ending the linger.
+func (p *postStream) sendAfterHeld(msgs [][]byte) {
 	if p.held != nil {
-		msgs = append(p.takeHeld(), batch...)
+		msgs = append(p.takeHeld(), msgs...)
+	}
+	if len(msgs) == 0 {
+		return
 	}
 	p.send(msgs...)
 	p.sent(msgs)
@@ -74,14 +82,7 @@ func (p *postStream) lingerOver() <-chan time.Time {
 // flushHeld sends what the writer holds back, if anything: at the
 // linger's end, and before the writer does anything else with the
 // response.
-func (p *postStream) flushHeld() {
-	if p.held == nil {
-		return
-	}
-	msgs := p.takeHeld()
-	p.send(msgs...)
-	p.sent(msgs)
-}
+func (p *postStream) flushHeld() { p.sendAfterHeld(nil) }
 
 // leaveHeldToAnswer ends the linger of a writer that exits, the request
 // having returned: respond takes what is held, with the answer.

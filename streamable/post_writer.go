@@ -140,7 +140,8 @@ func (p *postStream) sendBatch(notes chan mcp.JSONRPCNotification, reqs chan []b
 			}
 		default:
 			// Called after a receive, so something was taken (even if
-			// it did not encode): a waiting sender has room.
+			// it did not encode), or to drain the queues before the
+			// response ends: a waiting sender has room either way.
 			p.rs.madeRoom()
 			if len(batch) > 0 {
 				p.deliver(batch, hasRequest)
