@@ -106,6 +106,7 @@ local ttl, slack = tonumber(ARGV[4]), tonumber(ARGV[5])
 local maxSE, maxSB = tonumber(ARGV[6]), tonumber(ARGV[7])
 local maxE, maxB = tonumber(ARGV[8]), tonumber(ARGV[9])
 local first = 10
+local maxBatchPush = 256 -- the most messages one RPUSH takes (Lua's unpack has a limit)
 local now = now_ms()
 local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream, 'cnt', 'bytes')
 local tag, n, refreshed = got[1], got[2], tonumber(got[3])
@@ -120,16 +121,19 @@ elseif got[4] and string.sub(got[4], 1, #nonce + 1) == nonce .. ' ' then
   for id in string.gmatch(string.sub(got[4], #nonce + 2), '%S+') do out[#out + 1] = id end
   return out
 end
--- register gives the stream a new number, as the first call to it does.
-local function register()
+-- register gives the stream a new number, as the first call to it does,
+-- and deletes a key left under the number by a log that lapsed, unless
+-- the caller checks for one itself (keep).
+local function register(keep)
   local m = redis.call('HINCRBY', meta, 'next', 1)
-  redis.call('DEL', base .. ':' .. m) -- left from a log that lapsed
+  if not keep then redis.call('DEL', base .. ':' .. m) end
   redis.call('HSET', meta, 's:' .. stream, m, 'n:' .. m, stream)
   return tostring(m)
 end
 local sc, sb = 0, 0 -- the stream's counts, written at the end
-if not n then
-  n = register()
+local fresh = not n -- the stream's first call (or its first since it went)
+if fresh then
+  n = register(true)
 else
   local c = redis.call('HMGET', meta, 'c:' .. n, 'b:' .. n)
   sc, sb = tonumber(c[1]) or 0, tonumber(c[2]) or 0
@@ -155,7 +159,38 @@ local function sessionBound()
     cnt, bytes = cnt - dc, bytes - db
   end
 end
-for i = first, #ARGV do
+-- A new stream whose messages fit its bounds (a POST response's, as a
+-- rule) is stored in one RPUSH: what the loop below would do, message by
+-- message, when no bound of the stream is reached and no key was evicted
+-- (the heads' set is there, and the stream's key holds nothing but what
+-- this call pushed: a longer list is one a lapsed log left, deleted and
+-- pushed again).
+local fast = false
+if fresh and count <= maxBatchPush and not (cnt > 0 and redis.call('ZCARD', heads) == 0) then
+  local total, elems, ids = 0, {}, {}
+  for i = first, #ARGV do
+    local seq = string.format('%d', seq0 + i - first)
+    total = total + string.len(ARGV[i])
+    elems[#elems + 1] = seq .. ' ' .. ARGV[i]
+    ids[#ids + 1] = tag .. '-' .. n .. '-' .. seq
+  end
+  if count <= maxSE and total <= maxSB then
+    fast = true
+    local key = base .. ':' .. n
+    if redis.call('RPUSH', key, unpack(elems)) ~= count then
+      redis.call('DEL', key)
+      redis.call('RPUSH', key, unpack(elems))
+    end
+    redis.call('ZADD', heads, 'NX', seq0, n)
+    for _, id in ipairs(ids) do out[#out + 1] = id end
+    sc, sb, cnt, bytes = count, total, cnt + count, bytes + total
+  end
+end
+if fresh and not fast then
+  -- The loop's first message checks what the fast path did not.
+  redis.call('DEL', base .. ':' .. n)
+end
+for i = (fast and #ARGV + 1 or first), #ARGV do
   -- Written with %d: Lua writes a number of 15 digits as 1e+14.
   local seq, size = string.format('%d', seq0 + i - first), string.len(ARGV[i])
   -- The session's bounds are enforced once, after the last message, not

@@ -352,6 +352,9 @@ func BenchmarkStoreEvent(b *testing.B) {
 			return [2]string{fmt.Sprintf("session-%03d", i/2%100), fmt.Sprintf("p%016x", i/2)}
 		}, sessionstore.EventLogOptions{}, 100*sessionstore.DefaultMaxSessionEvents)
 	})
+	b.Run("redis-responses", func(b *testing.B) {
+		benchRedisResponses(b)
+	})
 	b.Run("redis-1stream", func(b *testing.B) {
 		const most = 1 << 20
 		opts := sessionstore.EventLogOptions{MaxStreamEvents: most, MaxSessionEvents: most, MaxStreamBytes: 1 << 30, MaxSessionBytes: 1 << 30}
@@ -384,6 +387,49 @@ func benchRedisStore(b *testing.B, at func(i int) [2]string, opts sessionstore.E
 		for line := range strings.Lines(st) {
 			if strings.HasPrefix(line, "cmdstat_evalsha") {
 				b.Log(strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// benchRedisResponses stores b.N POST responses of 5 events each (a
+// priming event, 3 progress notifications and the answer) in one
+// StoreEvents call per response, each on a stream of its own, 100
+// sessions taking turns, and reports the Redis server's own time per call
+// (its commandstats for EVALSHA; calls go one at a time, so the time is
+// the script's, not a busy machine's).
+func benchRedisResponses(b *testing.B) {
+	addr := testutil.StartRedis(b)
+	raw := newClient(b, addr)
+	store := redisstore.New(newClient(b, addr), redisstore.Options{Prefix: prefix})
+	b.Cleanup(func() { store.Close() })
+	log := store.EventLog(sessionstore.EventLogOptions{})
+	note := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"total":3}}`)
+	answer := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	msgs := []json.RawMessage{nil, note, note, note, answer}
+	if err := raw.ConfigResetStat(b.Context()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := log.StoreEvents(b.Context(), fmt.Sprintf("session-%03d", i%100), fmt.Sprintf("p%016x", i), msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	st, err := raw.Info(b.Context(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(st) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for f := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+					if us, err := strconv.ParseFloat(v, 64); err == nil {
+						b.ReportMetric(us, "redis-us/call")
+					}
+				}
 			}
 		}
 	}
