@@ -89,7 +89,15 @@ func TestQuickAnswerIsRecordedWithItsNotifications(t *testing.T) {
 	// A linger longer than the test: the answer always comes within it.
 	log, c := lingerRig(t, srv, time.Hour)
 	ctx := testutil.Context(t, wait)
-	evs := readAll(t, ctx, callWithProgress(t, ctx, c, "burst"))
+	s := callWithProgress(t, ctx, c, "burst")
+	// The response's one write is also its last: net/http sends it whole,
+	// headers, events and end, with its length (not flushed, then ended in
+	// a write of its own, where a client that stops reading at the answer
+	// may find its connection not yet reusable).
+	if s.Header.Get("Content-Length") == "" {
+		t.Errorf("the response has no Content-Length (headers %v); want it written whole in one write", s.Header)
+	}
+	evs := readAll(t, ctx, s)
 	if len(evs) != 5 || !evs[0].IsPriming() {
 		t.Fatalf("events %+v; want the priming event, 3 progress notifications and the answer", evs)
 	}

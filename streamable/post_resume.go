@@ -291,7 +291,8 @@ func (p *postStream) recordPriming(parent context.Context) string {
 // openRecorded turns the response into an SSE stream: a 2025-11-25 one
 // opens with a priming event (prime, recorded before msgs: an id, empty
 // data) and the retry field, then msgs with their ids, in one write and
-// flush.
+// flush; when msgs end with the answer (p.last), in the response's last
+// write (openLast).
 func (p *postStream) openRecorded(prime string, ids []string, msgs [][]byte) bool {
 	p.sse = newSSEStream(p.ctx, p.w, p.h.cfg.WriteTimeout)
 	p.sse.met = p.h.met
@@ -310,12 +311,18 @@ func (p *postStream) openRecorded(prime string, ids []string, msgs [][]byte) boo
 	if anyID(ids) {
 		p.idOut.Store(true)
 	}
-	return p.sse.open(func() error {
+	put := func() error {
 		if err := p.sse.putString(opening); err != nil {
 			return err
 		}
 		return p.sse.putEventsWithIDs(ids, msgs)
-	}) == nil
+	}
+	if p.last {
+		// The whole response, its answer included (a linger's end:
+		// post_linger.go): its last write too.
+		return p.sse.openLast(len(opening)+eventsSize(ids, msgs), put) == nil
+	}
+	return p.sse.open(put) == nil
 }
 
 // name names the request's stream in the event log and registers it as

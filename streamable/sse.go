@@ -143,7 +143,19 @@ func (s *sseStream) startWith(opening string) error {
 }
 
 // open writes the SSE headers and, in the same flush, what fn puts.
-func (s *sseStream) open(fn func() error) error {
+func (s *sseStream) open(fn func() error) error { return s.openOut(fn, true) }
+
+// openLast is open for a response whose opening write, of size bytes (fn's,
+// the headers aside), is also its last, as writeLast is write: when it fits
+// net/http's response buffer it is left there, and net/http sends the
+// headers, the events and the body's end in one write once the handler
+// returns (with a Content-Length: the whole body is known).
+func (s *sseStream) openLast(size int, fn func() error) error {
+	return s.openOut(fn, size > lastInBuffer || !s.finishedByNetHTTP)
+}
+
+// openOut is open, flushing when flush is set (openLast).
+func (s *sseStream) openOut(fn func() error, flush bool) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
@@ -151,10 +163,10 @@ func (s *sseStream) open(fn func() error) error {
 	s.mu.Lock()
 	s.opening = true
 	s.mu.Unlock()
-	err := s.write(func() error {
+	err := s.writeOut(func() error {
 		s.w.WriteHeader(http.StatusOK)
 		return fn()
-	})
+	}, flush)
 	s.mu.Lock()
 	s.opening = false
 	s.mu.Unlock()
