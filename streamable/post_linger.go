@@ -40,6 +40,13 @@ type heldBack struct {
 // queues, or holds it back while the response lingers and batch is only
 // notifications (hasRequest false). What was held goes ahead of it.
 func (p *postStream) deliver(batch [][]byte, hasRequest bool) {
+	if p.held == nil && (hasRequest || !p.lingers()) {
+		// Nothing held, nothing to hold: sent as it is, a frame less deep
+		// under net/http's header writing on the writer's stack.
+		p.send(batch...)
+		p.sent(batch)
+		return
+	}
 	if !hasRequest && p.lingers() && p.heldCount()+len(batch) <= maxBatch {
 		if p.held == nil {
 			p.held = &heldBack{timer: time.NewTimer(p.h.openLinger)}
