@@ -37,7 +37,7 @@ type sseStream struct {
 	met *meters
 	// finishedByNetHTTP: net/http (not a Handle framework) ends the
 	// response once its handler returns, and clears the write deadline
-	// then (writeLast).
+	// then (writeLast, openLast).
 	finishedByNetHTTP bool
 
 	mu           sync.Mutex // guards the fields below and the write deadline
@@ -239,7 +239,8 @@ func (s *sseStream) write(fn func() error) error {
 	return s.writeOut(fn, true)
 }
 
-// writeOut is write, flushing when flush is set; unflushed (writeLast),
+// writeOut is write, flushing when flush is set; unflushed (writeLast,
+// openLast),
 // the deadline set here stays, for net/http's own send of what fn wrote.
 func (s *sseStream) writeOut(fn func() error, flush bool) error {
 	s.mu.Lock()
@@ -286,7 +287,7 @@ func (s *sseStream) writeOut(fn func() error, flush bool) error {
 }
 
 // lastInBuffer is the most a response's last write leaves unflushed
-// (writeLast): what net/http's response buffer holds before it chunks.
+// (writeLast, openLast): what net/http's response buffer holds before it chunks.
 const lastInBuffer = 2048
 
 // writeLast is write for the response's last write, of size bytes (fn's),

@@ -161,10 +161,10 @@ local function sessionBound()
 end
 -- A new stream whose messages fit its bounds (a POST response's, as a
 -- rule) is stored in one RPUSH: what the loop below would do, message by
--- message, when no bound of the stream is reached and no key was evicted
--- (the heads' set is there, and the stream's key holds nothing but what
--- this call pushed: a longer list is one a lapsed log left, deleted and
--- pushed again).
+-- message, when no bound of the stream is reached and the heads' set was
+-- not evicted (the loop's first message checks that for a new stream, and
+-- nothing else: its key holds nothing but what this call pushed, a longer
+-- list being one a lapsed log left, deleted and pushed again).
 local fast = false
 if fresh and count <= maxBatchPush and not (cnt > 0 and redis.call('ZCARD', heads) == 0) then
   local total, elems, ids = 0, {}, {}
