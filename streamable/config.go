@@ -250,12 +250,13 @@ type Config struct {
 	// process); with a shared Store, a session that expired there keeps
 	// its events until their own expiry. Pings are never recorded.
 	// Every message a stream carries is recorded before it is written.
-	// With a log in another process (anything but a
-	// sessionstore.MemoryEventLog), a resumable POST response's first
-	// notifications (a session-era request's, not a batch's or a listen
-	// stream's) wait up to 5 ms before they are recorded and written: a
-	// request that answers meanwhile has them and its answer recorded in
-	// one call, one round trip instead of two. A request to the client is
+	// A resumable POST response's first notifications (a session-era
+	// request's, not a batch's or a listen stream's) wait up to 5 ms with
+	// a log in another process (anything but a
+	// sessionstore.MemoryEventLog), 1 ms with the memory log, before they
+	// are recorded and written: a request that answers meanwhile has them
+	// and its answer recorded in one call (one round trip instead of two,
+	// with Redis) and written in one write. A request to the client is
 	// never held back.
 	EventLog sessionstore.EventLog
 	// DisableEventLog turns resumability off, whatever EventLog is: GET

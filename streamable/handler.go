@@ -134,7 +134,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		sweepDone:  make(chan struct{}),
 		shared:     isShared(cfg.Store),
 		logLocal:   isMemoryLog(cfg.EventLog),
-		openLinger: openLinger,
+		openLinger: lingerFor(isMemoryLog(cfg.EventLog)),
 		checker:    livenessChecker(cfg.Store),
 		tracing:    newTracing(cfg),
 		met:        newMeters(cfg.MeterProvider),

@@ -15,17 +15,34 @@ import "time"
 // request to the client (sampling, elicitation, whose caller waits for
 // the client's answer) goes out at once, behind what was held, and a
 // keep-alive or a let-go sends what is held first. The memory log costs no
-// round trip, and a response with it never lingers.
+// round trip, and a response on it lingers for localLinger only: long
+// enough for a request that answers at once to have its response written
+// whole, in one write with its end (openLast), instead of a write and a
+// flush for its opening, another for each later batch, and the end.
 
 // openLinger is how long a resumable response on a log in another process
 // may hold its first notifications back, waiting for its answer: a few of
 // Redis's round trips, and well under what a person notices.
 const openLinger = 5 * time.Millisecond
 
+// localLinger is openLinger for the process's own log, which costs no
+// round trip: long enough for a request that answers at once to be
+// written whole.
+const localLinger = time.Millisecond
+
+// lingerFor is the linger of a response on a log that is the process's
+// own (local) or not.
+func lingerFor(local bool) time.Duration {
+	if local {
+		return localLinger
+	}
+	return openLinger
+}
+
 // lingers reports whether the writer may still hold notifications back:
 // the response is resumable, has not opened, and its log is not local.
 func (p *postStream) lingers() bool {
-	return p.resumable && p.sse == nil && !p.h.logLocal
+	return p.resumable && p.sse == nil
 }
 
 // heldBack is what a lingering response holds back, and the timer that

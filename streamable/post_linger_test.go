@@ -274,3 +274,40 @@ func TestHeldBackNotificationsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// On the process's own log too (the default), a request that sends
+// notifications and answers within the linger has its response written
+// whole: the priming event, the notifications and the answer, each with
+// its id, in one write with the response's end (a Content-Length), not a
+// write and a flush per batch.
+func TestQuickAnswerOnTheMemoryLogIsWrittenWhole(t *testing.T) {
+	srv := demotools.NewServer("linger", "1")
+	srv.AddTool(mcp.NewTool("burst"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := 1; i <= 3; i++ {
+			if err := progress(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	h := streamable.New(srv, streamable.Config{HeartbeatInterval: streamable.Disabled})
+	streamable.SetOpenLinger(h, time.Hour) // the answer always comes within it
+	ts := httptest.NewServer(h)
+	shutDownAtCleanup(t, h, ts)
+	c := testutil.NewClient(ts.URL)
+	initializeAt(t, c, "2025-11-25")
+	ctx := testutil.Context(t, wait)
+	s := callWithProgress(t, ctx, c, "burst")
+	if s.Header.Get("Content-Length") == "" {
+		t.Errorf("the response has no Content-Length (headers %v); want it written whole in one write", s.Header)
+	}
+	evs := readAll(t, ctx, s)
+	if len(evs) != 5 || !evs[0].IsPriming() {
+		t.Fatalf("events %+v; want the priming event, 3 progress notifications and the answer", evs)
+	}
+	for i, ev := range evs[1:] {
+		if ev.ID == "" {
+			t.Fatalf("event %d %+v has no id; want every event recorded", i+1, ev)
+		}
+	}
+}
