@@ -85,7 +85,7 @@ type Handler struct {
 	unrecorded       atomic.Int64              // messages the event log refused (resume.go)
 	postSignals      postSignals               // resumable POST streams: running here, resumers following (post_signals.go)
 	logLocal         bool                      // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
-	openLinger       time.Duration             // openLinger, but for tests (post_linger.go)
+	openLinger       time.Duration             // how long a resumable response may linger before it opens: lingerFor the log (post_linger.go); set by tests
 	checker          bool                      // the store is shared and a sessionstore.LivenessChecker (session_touch.go)
 	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
 	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)

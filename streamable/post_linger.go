@@ -40,7 +40,8 @@ func lingerFor(local bool) time.Duration {
 }
 
 // lingers reports whether the writer may still hold notifications back:
-// the response is resumable, has not opened, and its log is not local.
+// the response is resumable and has not opened (on any log: lingerFor
+// says for how long).
 func (p *postStream) lingers() bool {
 	return p.resumable && p.sse == nil
 }
