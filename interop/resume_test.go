@@ -297,7 +297,10 @@ const probeID = "9"
 // its priming event. It measures a call of its own, on the session sid,
 // sent as raw HTTP/1.1 straight to the server with the same headers, id
 // length and progress token as the calls of the tests, so that their
-// answers open with the same bytes.
+// answers open with the same bytes. Like theirs, it pauses before each
+// step, past the linger of a response's first notifications: a call that
+// answered within it would be written whole, with a Content-Length and
+// no chunk framing, and its priming event would end elsewhere.
 func (r *resumeRig) primingEnd(t *testing.T, sid string) int64 {
 	t.Helper()
 	u, err := url.Parse(r.h.URL)
@@ -313,7 +316,7 @@ func (r *resumeRig) primingEnd(t *testing.T, sid string) int64 {
 		t.Fatal(err)
 	}
 	body := `{"jsonrpc":"2.0","id":` + probeID + `,"method":"tools/call","params":{"name":"` + toolDemoProgress +
-		`","arguments":{"steps":1,"delay_ms":0},"_meta":{"progressToken":"gosdk-resume"}}}`
+		`","arguments":{"steps":2,"delay_ms":10},"_meta":{"progressToken":"gosdk-resume"}}}`
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\n"+
 		"Content-Length: %d\r\n\r\n%s", u.Path, u.Host, sid, pinnedVersion, len(body), body)
