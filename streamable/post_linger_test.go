@@ -40,6 +40,21 @@ func progress(ctx context.Context, n int) error {
 		map[string]any{"progressToken": "tok", "progress": n})
 }
 
+// burstServer serves a tool "burst" that sends 3 progress notifications
+// and answers at once.
+func burstServer() *server.MCPServer {
+	srv := demotools.NewServer("linger", "1")
+	srv.AddTool(mcp.NewTool("burst"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := 1; i <= 3; i++ {
+			if err := progress(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	return srv
+}
+
 // callWithProgress posts a tools/call of name with a progress token and
 // returns its SSE response.
 func callWithProgress(t *testing.T, ctx context.Context, c *testutil.Client, name string) *testutil.Stream {
@@ -77,15 +92,7 @@ func readAll(t *testing.T, ctx context.Context, s *testutil.Stream) []testutil.E
 // are recorded in one call (one round trip to Redis, not two) and
 // written in order, each with its id.
 func TestQuickAnswerIsRecordedWithItsNotifications(t *testing.T) {
-	srv := demotools.NewServer("linger", "1")
-	srv.AddTool(mcp.NewTool("burst"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		for i := 1; i <= 3; i++ {
-			if err := progress(ctx, i); err != nil {
-				return nil, err
-			}
-		}
-		return mcp.NewToolResultText("done"), nil
-	})
+	srv := burstServer()
 	// A linger longer than the test: the answer always comes within it.
 	log, c := lingerRig(t, srv, time.Hour)
 	ctx := testutil.Context(t, wait)
@@ -281,15 +288,7 @@ func TestHeldBackNotificationsAreBounded(t *testing.T) {
 // its id, in one write with the response's end (a Content-Length), not a
 // write and a flush per batch.
 func TestQuickAnswerOnTheMemoryLogIsWrittenWhole(t *testing.T) {
-	srv := demotools.NewServer("linger", "1")
-	srv.AddTool(mcp.NewTool("burst"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		for i := 1; i <= 3; i++ {
-			if err := progress(ctx, i); err != nil {
-				return nil, err
-			}
-		}
-		return mcp.NewToolResultText("done"), nil
-	})
+	srv := burstServer()
 	h := streamable.New(srv, streamable.Config{HeartbeatInterval: streamable.Disabled})
 	streamable.SetOpenLinger(h, time.Hour) // the answer always comes within it
 	ts := httptest.NewServer(h)
