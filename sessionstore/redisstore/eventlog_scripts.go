@@ -187,7 +187,8 @@ if fresh and count <= maxBatchPush and not (cnt > 0 and redis.call('ZCARD', head
   end
 end
 if fresh and not fast then
-  -- The loop's first message checks what the fast path did not.
+  -- The loop pushes onto the key as it finds it: a key a lapsed log left
+  -- under the new number goes first.
   redis.call('DEL', base .. ':' .. n)
 end
 for i = (fast and #ARGV + 1 or first), #ARGV do
