@@ -249,15 +249,21 @@ type Config struct {
 	// are purged when it ends here (DELETE, or expiry noticed by this
 	// process); with a shared Store, a session that expired there keeps
 	// its events until their own expiry. Pings are never recorded.
-	// Every message a stream carries is recorded before it is written.
-	// A resumable POST response's first notifications (a session-era
+	// Every message a stream carries is recorded before it is written,
+	// except as below. A resumable POST response's first notifications (a session-era
 	// request's, not a batch's or a listen stream's) wait up to 5 ms with
 	// a log in another process (anything but a
 	// sessionstore.MemoryEventLog), 1 ms with the memory log, before they
 	// are recorded and written: a request that answers meanwhile has them
 	// and its answer recorded in one call (one round trip instead of two,
 	// with Redis) and written in one write. A request to the client is
-	// never held back.
+	// never held back. With a log in another process that implements
+	// sessionstore.EventStreamLog (the Redis log), such a response is
+	// written first and recorded after, its events under ids of their
+	// places in the stream, so the client does not wait for the round
+	// trip; the request counts as running (for termination, Shutdown and
+	// MaxRequestsPerSession) until the record lands, and a resume that
+	// comes before it waits for it, up to WriteTimeout.
 	EventLog sessionstore.EventLog
 	// DisableEventLog turns resumability off, whatever EventLog is: GET
 	// streams carry no ids and Last-Event-ID is ignored (a fresh stream).

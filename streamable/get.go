@@ -86,7 +86,7 @@ func (h *Handler) admitGetRequest(w http.ResponseWriter, r *http.Request) *getSt
 	if h.cfg.EventLog != nil {
 		if last := r.Header.Get("Last-Event-ID"); last != "" {
 			if stream, from, ok := splitEventID(last); ok && isPostStream(stream) && validEventID(last) {
-				h.resumePost(w, r, sess, last, stream, from)
+				h.resumePost(w, r, sess, last, stream, h.logEventID(stream, from))
 				return nil
 			}
 		}

@@ -78,21 +78,22 @@ type Handler struct {
 	getStreams       atomic.Int64
 	postStreams      atomic.Int64
 	refusedCount     atomic.Int64
-	droppedCount     atomic.Int64              // Stats.DroppedMessages
-	callerMismatches atomic.Int64              // Stats.CallerMismatches
-	callerLimited    atomic.Int64              // Stats.CallerSessionsRefused
-	requestLimited   atomic.Int64              // Stats.SessionRequestsRefused
-	unrecorded       atomic.Int64              // messages the event log refused (resume.go)
-	postSignals      postSignals               // resumable POST streams: running here, resumers following (post_signals.go)
-	logLocal         bool                      // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
-	openLinger       time.Duration             // how long a resumable response may linger before it opens: lingerFor the log (post_linger.go); set by tests
-	checker          bool                      // the store is shared and a sessionstore.LivenessChecker (session_touch.go)
-	waitingConns     map[net.Conn]*http.Server // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
-	onShutdownOf     map[*http.Server]bool     // servers told to close waitingConns at their Shutdown (mu)
-	writers          *writerPool               // request writers' goroutines (writer_pool.go)
-	watch            *requestWatch             // running requests' keep-alives and clients, in their first moments (request_watch.go)
-	handBacks        sync.WaitGroup            // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
-	lingers          sync.WaitGroup            // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
+	droppedCount     atomic.Int64                // Stats.DroppedMessages
+	callerMismatches atomic.Int64                // Stats.CallerMismatches
+	callerLimited    atomic.Int64                // Stats.CallerSessionsRefused
+	requestLimited   atomic.Int64                // Stats.SessionRequestsRefused
+	unrecorded       atomic.Int64                // messages the event log refused (resume.go)
+	postSignals      postSignals                 // resumable POST streams: running here, resumers following (post_signals.go)
+	logLocal         bool                        // the event log is the process's MemoryEventLog: it never blocks, nor reads a store's context
+	streamLog        sessionstore.EventStreamLog // the event log, when it records whole responses behind their writes (post_behind.go)
+	openLinger       time.Duration               // how long a resumable response may linger before it opens: lingerFor the log (post_linger.go); set by tests
+	checker          bool                        // the store is shared and a sessionstore.LivenessChecker (session_touch.go)
+	waitingConns     map[net.Conn]*http.Server   // let-go connections waiting for a request to go back to their server (post_handback.go; mu)
+	onShutdownOf     map[*http.Server]bool       // servers told to close waitingConns at their Shutdown (mu)
+	writers          *writerPool                 // request writers' goroutines (writer_pool.go)
+	watch            *requestWatch               // running requests' keep-alives and clients, in their first moments (request_watch.go)
+	handBacks        sync.WaitGroup              // connections of let-go responses being given back to their server (post_inline.go); Add under mu, before shutting
+	lingers          sync.WaitGroup              // ended GET streams' topics still read (cluster_linger.go); Add under mu, before shutting or while its drain goes on
 	streamSeq        atomic.Int64
 	tracing          tracing      // trace.go
 	storeDown        atomic.Bool  // the store's last call failed (store_health.go)
@@ -134,6 +135,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		sweepDone:  make(chan struct{}),
 		shared:     isShared(cfg.Store),
 		logLocal:   isMemoryLog(cfg.EventLog),
+		streamLog:  behindLog(cfg, isMemoryLog(cfg.EventLog)),
 		openLinger: lingerFor(isMemoryLog(cfg.EventLog)),
 		checker:    livenessChecker(cfg.Store),
 		tracing:    newTracing(cfg),

@@ -68,7 +68,7 @@ func (h *Handler) runResumableInline(w http.ResponseWriter, r *http.Request, srv
 	p.run(body, env)
 	p.returned()
 	p.cancel(nil)
-	p.sess.endWork(p)
+	p.endWork()
 	p.h.watch.remove(p)
 	p.clientWatch.Wait() // a clientGone that runs already touches the response
 }

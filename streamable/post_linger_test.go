@@ -44,15 +44,18 @@ func progress(ctx context.Context, n int) error {
 // and answers at once.
 func burstServer() *server.MCPServer {
 	srv := demotools.NewServer("linger", "1")
-	srv.AddTool(mcp.NewTool("burst"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		for i := 1; i <= 3; i++ {
-			if err := progress(ctx, i); err != nil {
-				return nil, err
-			}
-		}
-		return mcp.NewToolResultText("done"), nil
-	})
+	srv.AddTool(mcp.NewTool("burst"), burst)
 	return srv
+}
+
+// burst is the tool "burst": 3 progress notifications, then the answer.
+func burst(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	for i := 1; i <= 3; i++ {
+		if err := progress(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	return mcp.NewToolResultText("done"), nil
 }
 
 // callWithProgress posts a tools/call of name with a progress token and

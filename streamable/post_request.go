@@ -143,6 +143,9 @@ type postStream struct {
 	sse  *sseStream
 	lost int
 	held *heldBack // notifications held back before the response opens (post_linger.go)
+	// The whole response's events, written before they are recorded: the
+	// record goes once the request returns (post_behind.go).
+	behind [][]byte
 
 	mu         sync.Mutex // guards the writer's start and stop
 	started    bool

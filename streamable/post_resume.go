@@ -74,7 +74,7 @@ func (h *Handler) runResumable(w http.ResponseWriter, r *http.Request, sess *ses
 	stop := p.watchClient(r)
 	go func() {
 		defer close(done)
-		defer p.sess.endWork(p)
+		defer p.endWork()
 		defer p.cancel(nil)
 		p.run(body, op)
 		p.returned()
@@ -151,8 +151,8 @@ func (p *postStream) makeReleaseChannels() {
 // returned is what a resumable request does once it has answered, on the
 // goroutine that ran it.
 func (p *postStream) returned() {
-	if p.stream != "" { // named by the writer, which run joined
-		p.h.postSignals.add(p.signal, -1, 0) // after the answer was recorded
+	if p.stream != "" && p.behind == nil { // named by the writer, which run joined
+		p.h.postSignals.add(p.signal, -1, 0) // after the answer was recorded (else by endWork, once it is)
 	}
 	p.stopDetached()
 	if p.letGone { // set by the writer, which run joined
@@ -177,7 +177,13 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 		batch = append(make([][]byte, 0, 1+len(msgs)), nil)
 		batch = append(batch, msgs...)
 	}
-	ids := p.h.recordAllOn(p.recordParent(), p.sess, p.stream, batch)
+	var ids []string
+	if p.recordsBehind() {
+		ids = p.placeIDs(len(batch))
+		p.recordBehind(batch)
+	} else {
+		ids = p.h.recordAllOn(p.recordParent(), p.sess, p.stream, batch)
+	}
 	prime := ""
 	if priming {
 		prime, ids = ids[0], ids[1:]

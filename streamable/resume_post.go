@@ -74,6 +74,9 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 		poll = t.C
 	}
 	cursor, opened, heard := from, false, time.Now()
+	// An id of a response recorded behind its write (post_behind.go) may
+	// be unknown only until its record lands: within a write timeout.
+	recordDue := heard.Add(h.cfg.WriteTimeout)
 	for {
 		changed, local := h.postSignals.next(key)
 		got, final, wrote, err := h.replayPost(st, sess, stream, &cursor, &opened)
@@ -81,6 +84,15 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 		case wrote != nil:
 			return
 		case err != nil && !opened:
+			if errors.Is(err, sessionstore.ErrUnknownEventID) && h.isPlaceID(cursor) && (local || h.shared) && time.Now().Before(recordDue) {
+				if !awaitRecord(st, wake, sess, changed, local, recordDue) {
+					if sess.ctx.Err() != nil {
+						h.writeFailure(w, h.goneAnswer()) // terminated meanwhile
+					}
+					return
+				}
+				continue
+			}
 			if errors.Is(err, sessionstore.ErrUnknownEventID) {
 				h.log.Warn("lifeline: a GET's Last-Event-ID names a request stream the event log does not hold",
 					"session", logID(sess.id), "err", err)
@@ -152,7 +164,7 @@ func (h *Handler) replayPost(st *sseStream, sess *session, stream string, cursor
 			}
 			*opened = true
 		}
-		if wrote = st.eventWithID(wireEventID(stream, ev.id), ev.msg); wrote != nil {
+		if wrote = st.eventWithID(h.postWireID(stream, ev.id), ev.msg); wrote != nil {
 			return got, false, wrote, nil
 		}
 		h.met.replayed(1)
@@ -180,4 +192,32 @@ func (h *Handler) answerLost(st *sseStream, sess *session, stream string) {
 	if err == nil {
 		_ = st.event(b)
 	}
+}
+
+// recordPoll is how often a resumer reads the shared log for the record of
+// a response written before it was recorded on another replica.
+const recordPoll = 10 * time.Millisecond
+
+// awaitRecord waits for the record of a response written before it was
+// recorded (post_behind.go): its stream's next change when its request
+// runs here (local), else a recordPoll, never past due. It reports false
+// when the client left, st was closed or the session ended meanwhile.
+func awaitRecord(st *sseStream, wake <-chan struct{}, sess *session, changed <-chan struct{}, local bool, due time.Time) bool {
+	wait := time.Until(due)
+	if !local {
+		wait = min(wait, recordPoll)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-wake:
+		return false
+	case <-st.ctx.Done():
+		return false
+	case <-sess.ctx.Done():
+		return false
+	}
+	return true
 }

@@ -40,7 +40,8 @@ type Harness struct {
 }
 
 // Run runs every conformance test against h, each as a subtest, and the
-// tests of sessionstore.EventBatchLog when h's logs implement it.
+// tests of sessionstore.EventBatchLog and sessionstore.EventStreamLog when
+// h's logs implement them.
 func Run(t *testing.T, h Harness) {
 	tests := []struct {
 		name string
@@ -69,6 +70,12 @@ func Run(t *testing.T, h Harness) {
 	probe := h.New(t, sessionstore.EventLogOptions{}).Log
 	if _, ok := probe.(sessionstore.EventBatchLog); ok {
 		for _, tc := range batchTests {
+			t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
+		}
+	}
+	// A log that records whole streams replays them by their positional ids.
+	if _, ok := probe.(sessionstore.EventStreamLog); ok {
+		for _, tc := range streamTests {
 			t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
 		}
 	}

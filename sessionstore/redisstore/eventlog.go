@@ -42,7 +42,15 @@ import (
 // the message. An event id is tag-N-S: the log's random tag (a new one
 // after a purge or expiry, so ids of another session or of an earlier log
 // of the same session are unknown), the stream's number N and the event's
-// sequence number S within the session. A short stream, a POST
+// sequence number S within the session. A stream stored whole by
+// StoreStream is stored as by StoreEvents, with a nonce ending in "~",
+// and its ids are its places (sessionstore.StreamEventID, stream~k): a
+// replay finds the stream by its id and event k's sequence number as the
+// first of the stream's last store plus k (its events have consecutive
+// ones), from the hash field that records that store for retries; so the
+// ids are known before the store, and stay as unknown as a tag-N-S id
+// would once a bound, an expiry or a purge dropped the events, or once
+// another store to the stream replaced that record. A short stream, a POST
 // response's, costs Redis what it holds and about 500 bytes more, its hash
 // fields and keys included (a Redis stream, which an earlier layout under
 // P+"events:" used, costs about 4.5 KB however few its entries). A replay
@@ -146,21 +154,65 @@ var _ sessionstore.EventBatchLog = (*EventLog)(nil)
 // whole call with sessionstore.ErrEventTooLarge when a message is over
 // EventLogOptions.MaxEventBytes.
 func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) ([]string, error) {
+	if len(messages) == 0 {
+		if sessionID == "" || streamID == "" {
+			return nil, fmt.Errorf("redisstore: store events: empty session or stream id")
+		}
+		return nil, nil
+	}
+	if err := l.checkStore(sessionID, streamID, messages); err != nil {
+		return nil, err
+	}
+	return l.store(ctx, sessionID, streamID, messages, rand.Text())
+}
+
+// checkStore refuses a store of messages that the log cannot take.
+func (l *EventLog) checkStore(sessionID, streamID string, messages []json.RawMessage) error {
 	const op = "store events"
 	if sessionID == "" || streamID == "" {
-		return nil, fmt.Errorf("redisstore: %s: empty session or stream id", op)
-	}
-	if len(messages) == 0 {
-		return nil, nil
+		return fmt.Errorf("redisstore: %s: empty session or stream id", op)
 	}
 	maxSize := l.opts.MaxEventBytes()
 	for _, m := range messages {
 		if len(m) > maxSize {
-			return nil, fmt.Errorf("redisstore: %s: one of %d bytes (at most %d): %w", op, len(m), maxSize, sessionstore.ErrEventTooLarge)
+			return fmt.Errorf("redisstore: %s: one of %d bytes (at most %d): %w", op, len(m), maxSize, sessionstore.ErrEventTooLarge)
 		}
 	}
-	return l.store(ctx, sessionID, streamID, messages, rand.Text())
+	return nil
 }
+
+var _ sessionstore.EventStreamLog = (*EventLog)(nil)
+
+// StoreStream implements sessionstore.EventStreamLog: StoreEvents, in one
+// script, with a nonce that marks the stream's record as a whole stream's
+// (its ids positional: ReplayEventsAfter reads event k of it as the
+// stream's first sequence number plus k), and a message over
+// EventLogOptions.MaxEventBytes stored empty.
+func (l *EventLog) StoreStream(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) error {
+	if len(messages) == 0 {
+		return nil
+	}
+	// A message over the byte bound goes empty, in its place (the
+	// caller's slice is not changed).
+	maxSize, copied := l.opts.MaxEventBytes(), false
+	for i, m := range messages {
+		if len(m) > maxSize {
+			if !copied {
+				messages, copied = append([]json.RawMessage(nil), messages...), true
+			}
+			messages[i] = nil
+		}
+	}
+	if err := l.checkStore(sessionID, streamID, messages); err != nil {
+		return err
+	}
+	_, err := l.store(ctx, sessionID, streamID, messages, rand.Text()+wholeNonceMark)
+	return err
+}
+
+// wholeNonceMark ends the nonce of a StoreStream call, which the record of
+// the stream's last store keeps (luaEventReplayWhole).
+const wholeNonceMark = "~"
 
 // store is StoreEvents with the call's nonce, which a retry of the call
 // repeats.
@@ -204,12 +256,32 @@ func (l *EventLog) storeCall(sessionID, streamID string, messages []json.RawMess
 // calls send after it.
 func (l *EventLog) ReplayEventsAfter(ctx context.Context, sessionID, lastEventID string, send func(eventID string, message json.RawMessage) error) (string, error) {
 	const op = "replay events"
-	tag, num, seq, ok := parseEventID(lastEventID)
-	if !ok {
+	base := l.base(sessionID)
+	var res []any
+	var err error
+	// eventID is the id of the element whose sequence number is seq.
+	var eventID func(seq string) (string, error)
+	if stream, k, ok := sessionstore.ParseStreamEventID(lastEventID); ok {
+		res, err = l.s.eval(ctx, l.scripts.replayWhole, []string{base + ":m"}, base, stream, k)
+		eventID = func(seq string) (string, error) {
+			first, err := field[string](op, res, 3)
+			if err != nil || !decimal(first) {
+				return "", fmt.Errorf("redisstore: %s: malformed first sequence number %.40q: %v", op, first, err)
+			}
+			s, _ := strconv.ParseInt(seq, 10, 64)
+			f, _ := strconv.ParseInt(first, 10, 64)
+			if s < f {
+				return "", fmt.Errorf("redisstore: %s: element %s before its stream's first, %s", op, seq, first)
+			}
+			return sessionstore.StreamEventID(stream, int(s-f)), nil
+		}
+	} else if tag, num, seq, ok := parseEventID(lastEventID); ok {
+		res, err = l.s.eval(ctx, l.scripts.replay, []string{base + ":m"}, base, tag, num, seq)
+		prefix := tag + "-" + num + "-"
+		eventID = func(seq string) (string, error) { return prefix + seq, nil }
+	} else {
 		return "", unknownEvent(lastEventID)
 	}
-	base := l.base(sessionID)
-	res, err := l.s.eval(ctx, l.scripts.replay, []string{base + ":m"}, base, tag, num, seq)
 	if err != nil {
 		return "", fail(ctx, op, err)
 	}
@@ -228,13 +300,16 @@ func (l *EventLog) ReplayEventsAfter(ctx context.Context, sessionID, lastEventID
 	if err != nil {
 		return "", err
 	}
-	prefix := tag + "-" + num + "-"
 	for _, e := range entries {
-		id, msg, err := entry(op, e)
+		seq, msg, err := entry(op, e)
 		if err != nil {
 			return "", err
 		}
-		if err := send(prefix+id, json.RawMessage(msg)); err != nil {
+		id, err := eventID(seq)
+		if err != nil {
+			return "", err
+		}
+		if err := send(id, json.RawMessage(msg)); err != nil {
 			return "", err
 		}
 	}

@@ -253,36 +253,61 @@ end
 return out
 `
 
+// luaReplayAfter defines after(key, name, seq): the elements of the
+// stream list key (named name) after its element of sequence number seq,
+// as {'OK', name, elements}, or {'UNKNOWN'} when the list does not hold
+// seq. It reads the list from its newest element back, 64 elements and
+// then twice as many each time (a resume is usually of the last few), and
+// stops at seq or the first element older than it: a replay reads at most
+// twice what it returns plus 64 elements (the whole stream for an id older
+// than its first event).
+const luaReplayAfter = `
+local function after(key, name, seq)
+  local newer = {} -- the elements after the id, newest first
+  local stop, size = -1, 64
+  while true do
+    local part = redis.call('LRANGE', key, stop - size + 1, stop)
+    for i = #part, 1, -1 do
+      local s = tonumber(string.match(part[i], '^%d+'))
+      if s == seq then
+        local out = {}
+        for j = #newer, 1, -1 do out[#out + 1] = newer[j] end
+        return {'OK', name, out}
+      end
+      if s < seq then return {'UNKNOWN'} end
+      newer[#newer + 1] = part[i]
+    end
+    if #part < size then return {'UNKNOWN'} end -- the stream's first read
+    stop, size = stop - size, size * 2
+  end
+end
+`
+
 // KEYS: meta. ARGV: base, tag, stream number, sequence number. Answers
 // {'UNKNOWN'} unless the id is one this session's log still keeps, else
-// {'OK', stream, the stream's elements after it}. It reads the stream from
-// its newest event back, 64 elements and then twice as many each time (a
-// resume is usually of the last few), and stops at the id or the first
-// event older than it: a replay reads at most twice what it returns plus
-// 64 elements (the whole stream for an id older than its first event).
-const luaEventReplay = `
+// {'OK', stream, the stream's elements after it} (luaReplayAfter).
+const luaEventReplay = luaReplayAfter + `
 if redis.call('HGET', KEYS[1], 'tag') ~= ARGV[2] then return {'UNKNOWN'} end
 local name = redis.call('HGET', KEYS[1], 'n:' .. ARGV[3])
 if not name then return {'UNKNOWN'} end
-local key = ARGV[1] .. ':' .. ARGV[3]
-local seq = tonumber(ARGV[4])
-local newer = {} -- the elements after the id, newest first
-local stop, size = -1, 64
-while true do
-  local part = redis.call('LRANGE', key, stop - size + 1, stop)
-  for i = #part, 1, -1 do
-    local s = tonumber(string.match(part[i], '^%d+'))
-    if s == seq then
-      local after = {}
-      for j = #newer, 1, -1 do after[#after + 1] = newer[j] end
-      return {'OK', name, after}
-    end
-    if s < seq then return {'UNKNOWN'} end
-    newer[#newer + 1] = part[i]
-  end
-  if #part < size then return {'UNKNOWN'} end -- the stream's first read
-  stop, size = stop - size, size * 2
-end
+return after(ARGV[1] .. ':' .. ARGV[3], name, tonumber(ARGV[4]))
+`
+
+// KEYS: meta. ARGV: base, stream, k. Replays after event k of a stream
+// StoreStream recorded: answers as luaEventReplay does, with the sequence
+// number of the stream's event 0 appended. The stream's last store (field
+// "k:"+stream: its nonce, then its ids) must be StoreStream's, whose
+// nonce ends with "~", and its first id's sequence number is event 0's:
+// the events of one store have consecutive ones. A stream stored to since
+// by another call, or never, is UNKNOWN.
+const luaEventReplayWhole = luaReplayAfter + `
+local got = redis.call('HMGET', KEYS[1], 's:' .. ARGV[2], 'k:' .. ARGV[2])
+if not got[1] or not got[2] then return {'UNKNOWN'} end
+local seq0 = string.match(got[2], '^%S+~ [^-]+%-%d+%-(%d+)')
+if not seq0 then return {'UNKNOWN'} end
+local res = after(ARGV[1] .. ':' .. got[1], ARGV[2], tonumber(seq0) + tonumber(ARGV[3]))
+res[#res + 1] = seq0
+return res
 `
 
 // KEYS: meta, heads. ARGV: base. Deletes every key of the session's log.
@@ -296,13 +321,14 @@ return {'OK'}
 
 // eventScripts are the event log's loaded scripts.
 type eventScripts struct {
-	store, replay, purge *redis.Script
+	store, replay, replayWhole, purge *redis.Script
 }
 
 func newEventScripts() eventScripts {
 	return eventScripts{
-		store:  redis.NewScript(luaEventStore),
-		replay: redis.NewScript(luaEventReplay),
-		purge:  redis.NewScript(luaEventPurge),
+		store:       redis.NewScript(luaEventStore),
+		replay:      redis.NewScript(luaEventReplay),
+		replayWhole: redis.NewScript(luaEventReplayWhole),
+		purge:       redis.NewScript(luaEventPurge),
 	}
 }
