@@ -38,10 +38,37 @@ func behindLog(cfg Config, local bool) sessionstore.EventStreamLog {
 	return l
 }
 
-// recordsBehind reports whether the response, opening whole now, is written
-// before it is recorded.
-func (p *postStream) recordsBehind() bool {
-	return p.h.streamLog != nil && p.sse == nil && p.last
+// maxBehindRecords bounds the records of one session pending behind their
+// writes: past it, a whole response is recorded before it is written, as
+// any other, so that a log slower than the session's calls slows them
+// down instead of growing a backlog. Requests whose record is pending do
+// not count towards MaxRequestsPerSession's limit: they have answered.
+const maxBehindRecords = 16
+
+// goesBehind reports whether the response, opening whole now, is written
+// before it is recorded, and if so counts its record in (endWork counts it
+// out).
+func (p *postStream) goesBehind() bool {
+	return p.h.streamLog != nil && p.sse == nil && p.last && p.sess.beginBehind()
+}
+
+// beginBehind counts a record behind its write in, unless the session has
+// maxBehindRecords pending.
+func (s *session) beginBehind() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.behind >= maxBehindRecords {
+		return false
+	}
+	s.behind++
+	return true
+}
+
+// endBehind counts a record behind its write out, once it landed or failed.
+func (s *session) endBehind() {
+	s.mu.Lock()
+	s.behind--
+	s.mu.Unlock()
 }
 
 // placeIDs returns the SSE ids of a whole response's n events (its
@@ -108,6 +135,7 @@ func (p *postStream) endWork() {
 	p.h.writers.run(func() {
 		p.storeBehind(batch)
 		p.h.postSignals.add(p.signal, -1, 0) // running here until recorded
+		p.sess.endBehind()
 		p.sess.endWork(p)
 	})
 }

@@ -178,7 +178,7 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 		batch = append(batch, msgs...)
 	}
 	var ids []string
-	if p.recordsBehind() {
+	if p.goesBehind() {
 		ids = p.placeIDs(len(batch))
 		p.recordBehind(batch)
 	} else {

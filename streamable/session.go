@@ -74,6 +74,7 @@ type session struct {
 	resumes int           // open resumed POST streams (resume_post.go)
 	linger  lingering     // an ended stream's topic still read (cluster_linger.go)
 	letGo   int           // running requests whose response was let go of (post_resume.go)
+	behind  int           // of work, requests that answered and whose record behind the write is pending (post_behind.go)
 	running *postStream   // the running requests, linked by prevWork/nextWork
 	idle    chan struct{} // closed when work drops to zero while terminating
 	ended   chan struct{} // closed when the session is terminated
@@ -257,7 +258,7 @@ func (s *session) addWork(p *postStream) (started, full bool) {
 	if !s.active() {
 		return false, false
 	}
-	if limit := s.h.cfg.MaxRequestsPerSession; limit > 0 && s.work >= limit && !s.modern && !s.stateless {
+	if limit := s.h.cfg.MaxRequestsPerSession; limit > 0 && s.work-s.behind >= limit && !s.modern && !s.stateless {
 		return false, true
 	}
 	s.work++
