@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -39,6 +40,26 @@ const (
 	maxScriptsAlone = 1
 	maxScriptBatch  = 128
 )
+
+// behindLinger is how long a batch of StoreStream's scripts waits for more
+// before it goes out: their callers wrote what they record already (a
+// transport's response written before its record), so a short wait costs
+// no client anything, and a session's calls made one after another share
+// round trips instead of each making its own (the system calls and
+// wake-ups of one on both sides cost more than the script itself).
+const behindLinger = time.Millisecond
+
+// evalBehind is evalShared for StoreStream: its scripts never go out
+// alone, and each batch lingers for behindLinger first, then goes out as
+// a pipeline, one round trip of them in flight at a time, beside
+// evalShared's.
+func (s *Store) evalBehind(ctx context.Context, c scriptCall) ([]any, error) {
+	ans, err := s.behind.do(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return ans.res, ans.err
+}
 
 // evalShared runs a script as eval does, sharing round trips with the
 // scripts other callers run at once (tripShare).

@@ -163,7 +163,7 @@ func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, 
 	if err := l.checkStore(sessionID, streamID, messages); err != nil {
 		return nil, err
 	}
-	return l.store(ctx, sessionID, streamID, messages, rand.Text())
+	return l.store(ctx, l.s.evalShared, sessionID, streamID, messages, rand.Text())
 }
 
 // checkStore refuses a store of messages that the log cannot take.
@@ -206,7 +206,7 @@ func (l *EventLog) StoreStream(ctx context.Context, sessionID, streamID string, 
 	if err := l.checkStore(sessionID, streamID, messages); err != nil {
 		return err
 	}
-	_, err := l.store(ctx, sessionID, streamID, messages, rand.Text()+wholeNonceMark)
+	_, err := l.store(ctx, l.s.evalBehind, sessionID, streamID, messages, rand.Text()+wholeNonceMark)
 	return err
 }
 
@@ -215,10 +215,11 @@ func (l *EventLog) StoreStream(ctx context.Context, sessionID, streamID string, 
 const wholeNonceMark = "~"
 
 // store is StoreEvents with the call's nonce, which a retry of the call
-// repeats.
-func (l *EventLog) store(ctx context.Context, sessionID, streamID string, messages []json.RawMessage, nonce string) ([]string, error) {
+// repeats, sent by eval (evalShared, or StoreStream's evalBehind).
+func (l *EventLog) store(ctx context.Context, eval func(context.Context, scriptCall) ([]any, error),
+	sessionID, streamID string, messages []json.RawMessage, nonce string) ([]string, error) {
 	const op = "store events"
-	res, err := l.s.evalShared(ctx, l.storeCall(sessionID, streamID, messages, nonce))
+	res, err := eval(ctx, l.storeCall(sessionID, streamID, messages, nonce))
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}

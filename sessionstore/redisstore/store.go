@@ -98,6 +98,7 @@ type Store struct {
 	bus     *bus
 	checks  *tripShare[liveCall, checkAnswer]    // CheckLive's calls in flight and the batch forming (records_check.go)
 	evals   *tripShare[scriptCall, scriptAnswer] // the event log's stores in flight and the batch forming (eval_shared.go)
+	behind  *tripShare[scriptCall, scriptAnswer] // StoreStream's, each batch lingering first (eval_shared.go)
 	live    *liveCache                           // CheckLive's answers kept for LiveCacheWindow (live_cache.go)
 	// checkOnPrimary: the client may read from replicas, so CheckLive
 	// reads through a script, which runs on the primary.
@@ -120,6 +121,8 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	s := &Store{client: client, opts: opts, scripts: newScripts(), live: newLiveCache(opts.LiveCacheWindow), checkOnPrimary: readsReplicas(client)}
 	s.checks = newTripShare(s.liveSend(), opts.OpTimeout, maxLiveChecks, maxLiveBatch)
 	s.evals = newTripShare(s.evalSend(), opts.OpTimeout, maxScriptsAlone, maxScriptBatch)
+	s.behind = newTripShare(s.evalSend(), opts.OpTimeout, maxScriptsAlone, maxScriptBatch)
+	s.behind.linger = behindLinger
 	s.bus = newBus(client, busConfig{
 		prefix:     opts.Prefix + "bus:",
 		wakePrefix: opts.Prefix + "wake:",
@@ -144,8 +147,10 @@ func (s *Store) Close() error {
 	s.bus.close()
 	s.checks.markClosed()
 	s.evals.markClosed()
+	s.behind.markClosed()
 	s.checks.close()
 	s.evals.close()
+	s.behind.close()
 	return nil
 }
 

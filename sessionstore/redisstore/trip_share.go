@@ -15,6 +15,9 @@ import (
 // fraction of a round trip's system calls and of the client's per-call
 // work; alone, it costs one round trip, as without sharing. Each call is
 // sent after it was made, so its answer is as fresh as a call of its own.
+// With linger set, no call goes out alone: each batch waits linger from
+// its first call for more, then for a slot (for calls whose callers do
+// not wait on anyone: StoreStream's).
 //
 // A call returns within opTimeout, and at once when its context ends while
 // it waits for a batch; a batched call whose caller returned is not sent,
@@ -31,6 +34,9 @@ type tripShare[Q, A any] struct {
 	forming   *tripBatch[Q, A]
 	closed    bool
 	batches   sync.WaitGroup // Add under mu, before closed
+	// linger, when set, sends no call alone: each batch waits this long
+	// from its first call before it takes a slot (set before first use).
+	linger time.Duration
 }
 
 // tripBatch is calls that go out together. answers is written by the
@@ -70,7 +76,7 @@ type tripSend[Q, A any] struct {
 // forming, and returns its answer; err is the context's when ctx ended
 // first.
 func (t *tripShare[Q, A]) do(ctx context.Context, call Q) (ans A, err error) {
-	if t.tryAlone() {
+	if t.linger == 0 && t.tryAlone() {
 		defer t.doneAlone()
 		octx, cancel := context.WithTimeout(ctx, t.opTimeout)
 		defer cancel()
@@ -156,6 +162,10 @@ func (t *tripShare[Q, A]) join(ctx context.Context, call Q) (b *tripBatch[Q, A],
 // no caller is left to answer. Every path closes b.done.
 func (t *tripShare[Q, A]) run(b *tripBatch[Q, A]) {
 	defer close(b.done)
+	if t.linger > 0 {
+		lingering := time.NewTimer(t.linger)
+		<-lingering.C // bounded, and short: every caller waits at most opTimeout anyway
+	}
 	if !t.takeSlotFor(b) {
 		b.answers = make([]A, len(b.calls))
 		for i := range b.answers {

@@ -64,10 +64,12 @@ func main() {
 	}
 	defer p.Close()
 	p = p.InEra(*modern)
+	var lat bench.Latency // the last run's, for json and sse
 	run := func(d time.Duration) (float64, error) {
 		switch *cell {
 		case "json", "sse":
 			t, err := bench.MeasureThroughput(p, *conc, *cell == "sse", d, 10000000)
+			lat = t.Lat
 			if err == nil && t.Errors > 0 {
 				// Stock mcp-go loses a progress notification now and then:
 				// counted, not fatal.
@@ -128,7 +130,8 @@ func main() {
 		}
 		printCommandStats(stats, rps*dur.Seconds())
 	}
-	fmt.Printf("PROFILE peer=%s cell=%s modern=%v conc=%d dur=%v rate=%.0f/s cpu_per_op=%.1fus (process CPU, clients included)\n", *peer, *cell, *modern, *conc, *dur, rps, cpuPerOp*1e6)
+	fmt.Printf("PROFILE peer=%s cell=%s modern=%v conc=%d dur=%v rate=%.0f/s cpu_per_op=%.1fus (process CPU, clients included) p50=%.0fus p99=%.0fus\n",
+		*peer, *cell, *modern, *conc, *dur, rps, cpuPerOp*1e6, lat.P50.Seconds()*1e6, lat.P99.Seconds()*1e6)
 }
 
 // printCommandStats prints INFO commandstats (lines such as
