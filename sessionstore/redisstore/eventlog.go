@@ -26,7 +26,10 @@ import (
 // them), each still a script of its own; a store whose caller gave up
 // before its pipeline went out is not sent. So a Store has one round trip
 // of stores in flight at a time, and one that Redis does not answer holds
-// the stores made meanwhile until it times out. Calls are bounded by the
+// the stores made meanwhile until it times out. StoreStream's stores
+// (their callers wrote what they record already) share round trips of
+// their own, one in flight at a time beside those: none goes out alone,
+// and each batch waits a millisecond for more before it goes. Calls are bounded by the
 // Store's OpTimeout (a batched store, from its call), and one that fails
 // because Redis is unreachable or not ready wraps ErrUnavailable. Times
 // are the Redis server's.
