@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -25,9 +26,22 @@ type EventStreamLog interface {
 	// bound is recorded empty, in its place (a replay sends it as an
 	// event with no data): it records all of messages or none, and those
 	// the bounds drop are unknown ids afterwards. An id of the stream is
-	// unknown until the call returns nil, and stays unknown if it fails.
+	// unknown until the call returns nil, and unknown, as far as the
+	// caller can tell, when it fails (a log in another process may still
+	// have stored what it was sent: a failure is not a rollback). While
+	// the log holds nothing of the stream, ReplayEventsAfter's error for
+	// its ids wraps ErrStreamNotStored as well as ErrUnknownEventID.
 	StoreStream(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) error
 }
+
+// ErrStreamNotStored is wrapped, with ErrUnknownEventID, by an
+// EventStreamLog's ReplayEventsAfter for an id of StreamEventID's form
+// whose stream the log holds nothing of: not stored yet (its StoreStream
+// call has not landed), never stored, or gone whole (a bound, expiry, a
+// purge). An id of a stream the log holds that it cannot replay after (a
+// bound dropped the event) wraps ErrUnknownEventID alone: a transport may
+// wait a while for a stream not stored yet, never for such an id.
+var ErrStreamNotStored = errors.New("sessionstore: the log holds nothing of the event id's stream")
 
 // streamEventSep separates a stream's id from an event's place in it in
 // the ids of StoreStream.

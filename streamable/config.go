@@ -261,9 +261,11 @@ type Config struct {
 	// sessionstore.EventStreamLog (the Redis log), such a response is
 	// written first and recorded after, its events under ids of their
 	// places in the stream, so the client does not wait for the round
-	// trip; the request counts as running (for termination, Shutdown and
-	// MaxRequestsPerSession) until the record lands, and a resume that
-	// comes before it waits for it, up to WriteTimeout.
+	// trip; the request counts as running for termination and Shutdown
+	// (not for MaxRequestsPerSession: it has answered) until the record
+	// lands, a session has at most 16 such records pending (past that a
+	// response is recorded before it is written), and a resume that comes
+	// before the record waits for it, up to WriteTimeout.
 	EventLog sessionstore.EventLog
 	// DisableEventLog turns resumability off, whatever EventLog is: GET
 	// streams carry no ids and Last-Event-ID is ignored (a fresh stream).

@@ -107,16 +107,6 @@ func (h *Handler) postWireID(stream, logID string) string {
 	return wireEventID(stream, logID)
 }
 
-// isPlaceID reports whether the log id from (logEventID's) is of a stream
-// recorded behind its write.
-func (h *Handler) isPlaceID(from string) bool {
-	if h.streamLog == nil {
-		return false
-	}
-	_, _, ok := sessionstore.ParseStreamEventID(from)
-	return ok
-}
-
 // recordBehind keeps batch, the response's events in order, to be
 // recorded once the request returns (endWork).
 func (p *postStream) recordBehind(batch [][]byte) {
@@ -134,7 +124,7 @@ func (p *postStream) endWork() {
 	p.behind = nil
 	p.h.writers.run(func() {
 		p.storeBehind(batch)
-		p.h.postSignals.add(p.signal, -1, 0) // running here until recorded
+		p.h.postSignals.settle(p.signal) // running here until recorded
 		p.sess.endBehind()
 		p.sess.endWork(p)
 	})
@@ -149,6 +139,9 @@ func (p *postStream) storeBehind(batch [][]byte) {
 		raw[i] = m
 	}
 	err := p.h.streamLog.StoreStream(ctx, p.sess.id, p.stream, raw)
+	if err != nil && p.sess.ctx.Err() != nil {
+		return // the session ended (a DELETE right after the call, say): its log is purged, nothing of it is lost
+	}
 	if err != nil {
 		n := p.h.unrecorded.Add(int64(len(batch)))
 		for c := n - int64(len(batch)) + 1; c <= n; c++ {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 	"github.com/lifeline-mcp/lifeline/sessionstore/redisstore"
@@ -25,13 +27,15 @@ import (
 // and then fails with fail, when set; it counts its replays.
 type gatedLog struct {
 	*redisstore.EventLog
-	release <-chan struct{}
-	entered chan<- struct{} // a send per StoreStream, as it begins to wait
+	release <-chan struct{} // a token per StoreStream, or closed for all
+	entered chan<- struct{} // a send per StoreStream, as it begins to wait (buffered)
 	fail    error
 	replays *atomic.Int64
+	ended   atomic.Int64 // StoreStream calls returned
 }
 
 func (g *gatedLog) StoreStream(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) error {
+	defer g.ended.Add(1)
 	select {
 	case g.entered <- struct{}{}:
 	case <-ctx.Done():
@@ -60,17 +64,27 @@ type behindRig struct {
 	release chan struct{}
 	entered chan struct{}
 	replays []*atomic.Int64 // by replica
+	logs    []*gatedLog     // by replica
 }
 
 func newBehindRig(t *testing.T, writeTimeout time.Duration, fail error) *behindRig {
 	t.Helper()
-	r := &behindRig{release: make(chan struct{}), entered: make(chan struct{})}
-	r.cl = newConfiguredCluster(t, streamable.Config{WriteTimeout: writeTimeout}, redisstore.Options{},
+	return newBehindRigWith(t, streamable.Config{WriteTimeout: writeTimeout}, fail)
+}
+
+// newBehindRigWith is newBehindRig with cfg (zero fields take the cluster
+// tests' defaults).
+func newBehindRigWith(t *testing.T, cfg streamable.Config, fail error) *behindRig {
+	t.Helper()
+	r := &behindRig{release: make(chan struct{}), entered: make(chan struct{}, 64)}
+	r.cl = newConfiguredCluster(t, cfg, redisstore.Options{},
 		func(store *redisstore.Store, cfg *streamable.Config) {
 			replays := &atomic.Int64{}
 			r.replays = append(r.replays, replays)
-			cfg.EventLog = &gatedLog{EventLog: store.EventLog(sessionstore.EventLogOptions{}),
+			log := &gatedLog{EventLog: store.EventLog(sessionstore.EventLogOptions{}),
 				release: r.release, entered: r.entered, fail: fail, replays: replays}
+			r.logs = append(r.logs, log)
+			cfg.EventLog = log
 		},
 		func(s *server.MCPServer) { s.AddTool(mcp.NewTool("burst"), burst) })
 	return r
@@ -167,20 +181,29 @@ func TestWholeResponseGoesOutBeforeItsRecord(t *testing.T) {
 
 // A response whose record fails: the client has it whole; a resume from
 // one of its ids is answered, once the record is known to have failed (on
-// another replica, once a write timeout has passed), as any id the log
-// does not hold: 400, naming Last-Event-ID.
+// the replica that wrote it, at once; on another, once a write timeout
+// has passed), as any id the log does not hold: 400, naming Last-Event-ID.
 func TestWholeResponseWhoseRecordFailedIsUnknownToAResume(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		replica int
-	}{{"resume on the same replica", 0}, {"resume on another replica", 1}} {
+		name         string
+		replica      int
+		writeTimeout time.Duration
+	}{
+		// Longer than the test: the replica that saw the record fail
+		// answers at once.
+		{"resume on the same replica", 0, time.Hour},
+		{"resume on another replica", 1, 300 * time.Millisecond},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newBehindRig(t, 300*time.Millisecond, errors.New("the test's log fails"))
+			r := newBehindRig(t, tc.writeTimeout, errors.New("the test's log fails"))
 			ctx := testutil.Context(t, wait)
 			c := r.cl.client(0, nil)
 			initializeAt(t, c, "2025-11-25")
 			evs := r.call(t, ctx, c)
 			resumed := resumeAsync(t, r.cl.client(tc.replica, c), evs[1].ID)
+			testutil.Eventually(t, wait, "the resume to find the id not yet recorded", func() bool {
+				return r.replays[tc.replica].Load() > 0
+			})
 			r.release <- struct{}{}
 			var s *testutil.Stream
 			select {
@@ -193,5 +216,118 @@ func TestWholeResponseWhoseRecordFailedIsUnknownToAResume(t *testing.T) {
 				t.Fatalf("resume body %s; want it to name Last-Event-ID", s.Body)
 			}
 		})
+	}
+}
+
+// An id the log cannot hold yet is waited for, not one it cannot hold at
+// all: a made-up place in a stream never stored costs a few replays on
+// another replica (the poll backs off), and a place past the end of a
+// stream that landed is answered at once. Both are 400.
+func TestPlaceIDsTheLogCannotReplay(t *testing.T) {
+	r := newBehindRig(t, time.Second, nil)
+	ctx := testutil.Context(t, wait)
+	c := r.cl.client(0, nil)
+	initializeAt(t, c, "2025-11-25")
+	evs := r.call(t, ctx, c)
+	r.release <- struct{}{}
+	stream, _, _ := strings.Cut(evs[0].ID, "/")
+	for _, tc := range []struct {
+		name, id   string
+		maxReplays int64
+	}{
+		{"a place in a stream never stored", "p0123456789abcdef-Nw/~0", 12},
+		{"a place past a stored stream's end", stream + "/~9", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := r.replays[1].Load()
+			var s *testutil.Stream
+			select {
+			case s = <-resumeAsync(t, r.cl.client(1, c), tc.id):
+			case <-ctx.Done():
+				t.Fatal("the resume never answered")
+			}
+			wantStatus(t, "resume from "+tc.id, s.Status, http.StatusBadRequest, s.Body)
+			if n := r.replays[1].Load() - before; n > tc.maxReplays {
+				t.Fatalf("%d replays for one resume; want at most %d", n, tc.maxReplays)
+			}
+		})
+	}
+}
+
+// A session's records pending behind their writes are bounded: with 16
+// pending, its next whole responses are recorded before they are written
+// (ids of the log's own), and none of its calls is refused for them, even
+// with MaxRequestsPerSession at 1; once they land, responses go behind
+// their records again.
+func TestBehindRecordsAreBoundedPerSession(t *testing.T) {
+	r := newBehindRigWith(t, streamable.Config{WriteTimeout: wait, MaxRequestsPerSession: 1}, nil)
+	ctx := testutil.Context(t, 2*wait)
+	c := r.cl.client(0, nil)
+	initializeAt(t, c, "2025-11-25")
+	isPlace := func(ev testutil.Event) bool { return strings.Contains(ev.ID, "/~") }
+	for i := range 20 {
+		evs := readAll(t, ctx, callWithProgress(t, ctx, c, "burst"))
+		if len(evs) != 5 {
+			t.Fatalf("call %d: %+v; want the whole response", i, evs)
+		}
+		if want := i < 16; isPlace(evs[0]) != want {
+			t.Fatalf("call %d has ids like %q; want place ids: %v", i, evs[0].ID, want)
+		}
+	}
+	close(r.release)
+	testutil.Eventually(t, wait, "the 16 records to land", func() bool { return r.logs[0].ended.Load() == 16 })
+	if evs := readAll(t, ctx, callWithProgress(t, ctx, c, "burst")); len(evs) != 5 || !isPlace(evs[0]) {
+		t.Fatalf("after the records landed: %+v; want a whole response with place ids", evs)
+	}
+}
+
+// notNetHTTP hides net/http's own response writer from the Handler, so
+// that a resumable request runs on a worker goroutine (runResumable), as
+// over HTTP/2.
+type notNetHTTP struct{ http.ResponseWriter }
+
+func (w notNetHTTP) Flush()                      { w.ResponseWriter.(http.Flusher).Flush() }
+func (w notNetHTTP) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// On a worker goroutine too, a whole response goes out before its record,
+// and a resume before the record waits for it.
+func TestWholeResponseOnAWorkerGoesOutBeforeItsRecord(t *testing.T) {
+	rs := testutil.StartRedisServer(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr(), ContextTimeoutEnabled: true})
+	store := redisstore.New(rc, redisstore.Options{Prefix: "worker:"})
+	release, entered := make(chan struct{}), make(chan struct{}, 4)
+	replays := &atomic.Int64{}
+	log := &gatedLog{EventLog: store.EventLog(sessionstore.EventLogOptions{}), release: release, entered: entered, replays: replays}
+	srv := burstServer()
+	h := streamable.New(srv, streamable.Config{Store: store, EventLog: log, WriteTimeout: wait})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(notNetHTTP{w}, r) }))
+	t.Cleanup(func() { _ = store.Close(); _ = rc.Close() })
+	shutDownAtCleanup(t, h, ts)
+	ctx := testutil.Context(t, wait)
+	c := testutil.NewClient(ts.URL)
+	initializeAt(t, c, "2025-11-25")
+	evs := readAll(t, ctx, callWithProgress(t, ctx, c, "burst"))
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the response's record never began")
+	}
+	if len(evs) != 5 || !strings.HasSuffix(evs[4].ID, "/~4") {
+		t.Fatalf("events %+v; want the whole response, with place ids", evs)
+	}
+	other := testutil.NewClient(ts.URL)
+	other.SessionID, other.ProtocolVersion = c.SessionID, c.ProtocolVersion
+	resumed := resumeAsync(t, other, evs[1].ID)
+	testutil.Eventually(t, wait, "the resume to find the id not yet recorded", func() bool { return replays.Load() > 0 })
+	close(release)
+	var s *testutil.Stream
+	select {
+	case s = <-resumed:
+	case <-ctx.Done():
+		t.Fatal("the resume did not answer once the record landed")
+	}
+	wantStatus(t, "resume", s.Status, http.StatusOK, s.Body)
+	if got := readAll(t, ctx, s); len(got) != 3 || got[2].ID != evs[4].ID {
+		t.Fatalf("resumed %+v; want events 2-4 of %+v", got, evs)
 	}
 }

@@ -16,6 +16,7 @@ type postSignal struct {
 	changed  chan struct{} // closed (and replaced) on each change while watched
 	running  int           // requests here recording on the stream (0 or 1)
 	watchers int           // resumers here following it
+	settled  bool          // a record behind its write ended here, landed or failed (post_behind.go)
 }
 
 // signalKey names one stream of one session in postSignals.
@@ -60,13 +61,26 @@ func (e *postSignal) signalLocked() {
 	}
 }
 
+// settle counts the stream's request out as add(key, -1, 0) does, once
+// its record behind its write ended (landed or failed), and keeps that
+// known to the resumers that watch it meanwhile.
+func (ps *postSignals) settle(key string) {
+	ps.mu.Lock()
+	if e := ps.m[key]; e != nil {
+		e.settled = true
+	}
+	ps.mu.Unlock()
+	ps.add(key, -1, 0)
+}
+
 // next returns, for a watcher of the stream (add(key, 0, 1) first), the
-// channel the next change closes, and whether its request runs here.
-func (ps *postSignals) next(key string) (<-chan struct{}, bool) {
+// channel the next change closes, whether its request runs here, and
+// whether a record behind its write ended here while watched (settle).
+func (ps *postSignals) next(key string) (changed <-chan struct{}, local, settled bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	e := ps.m[key]
-	return e.changed, e.running > 0
+	return e.changed, e.running > 0, e.settled
 }
 
 // watched reports whether a resumer here follows the stream.

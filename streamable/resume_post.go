@@ -76,16 +76,16 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 	cursor, opened, heard := from, false, time.Now()
 	// An id of a response recorded behind its write (post_behind.go) may
 	// be unknown only until its record lands: within a write timeout.
-	recordDue := heard.Add(h.cfg.WriteTimeout)
+	recordWait := recordWait{due: heard.Add(h.cfg.WriteTimeout), poll: recordPoll}
 	for {
-		changed, local := h.postSignals.next(key)
+		changed, local, settled := h.postSignals.next(key)
 		got, final, wrote, err := h.replayPost(st, sess, stream, &cursor, &opened)
 		switch {
 		case wrote != nil:
 			return
 		case err != nil && !opened:
-			if errors.Is(err, sessionstore.ErrUnknownEventID) && h.isPlaceID(cursor) && (local || h.shared) && time.Now().Before(recordDue) {
-				if !awaitRecord(st, wake, sess, changed, local, recordDue) {
+			if errors.Is(err, sessionstore.ErrStreamNotStored) && !settled && (local || h.shared) && time.Now().Before(recordWait.due) {
+				if !recordWait.await(st, wake, sess, changed, local) {
 					if sess.ctx.Err() != nil {
 						h.writeFailure(w, h.goneAnswer()) // terminated meanwhile
 					}
@@ -194,18 +194,28 @@ func (h *Handler) answerLost(st *sseStream, sess *session, stream string) {
 	}
 }
 
-// recordPoll is how often a resumer reads the shared log for the record of
-// a response written before it was recorded on another replica.
+// recordPoll is how long a resumer first waits before it reads the shared
+// log again for the record of a response written before it was recorded
+// on another replica; each wait doubles it, up to resumePoll (a made-up id
+// of that form costs a few reads, not one per recordPoll).
 const recordPoll = 10 * time.Millisecond
 
-// awaitRecord waits for the record of a response written before it was
-// recorded (post_behind.go): its stream's next change when its request
-// runs here (local), else a recordPoll, never past due. It reports false
-// when the client left, st was closed or the session ended meanwhile.
-func awaitRecord(st *sseStream, wake <-chan struct{}, sess *session, changed <-chan struct{}, local bool, due time.Time) bool {
-	wait := time.Until(due)
+// recordWait is a resumer's wait for the record of a response written
+// before it was recorded (post_behind.go): never past due.
+type recordWait struct {
+	due  time.Time
+	poll time.Duration // the next wait for another replica's record
+}
+
+// await waits for the stream's next change (changed) when its request
+// runs here (local), else for w.poll, doubling it; never past w.due. It
+// reports false when the client left, st was closed or the session ended
+// meanwhile.
+func (w *recordWait) await(st *sseStream, wake <-chan struct{}, sess *session, changed <-chan struct{}, local bool) bool {
+	wait := time.Until(w.due)
 	if !local {
-		wait = min(wait, recordPoll)
+		wait = min(wait, w.poll)
+		w.poll = min(2*w.poll, resumePoll)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -2,6 +2,7 @@ package eventlogtest
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
@@ -61,6 +62,16 @@ func testStreamIDsReplay(t *testing.T, h Harness) {
 		wantUnknown(t, log, "s", bad)
 	}
 	wantUnknown(t, log, "other", id(0))
+	// Only an id of a stream the log holds nothing of says so.
+	for _, tc := range []struct {
+		session, id string
+		notStored   bool
+	}{{"s", id(4), false}, {"s", sessionstore.StreamEventID("P3", 0), true}, {"other", id(0), true}} {
+		_, _, err := replay(t, log, tc.session, tc.id)
+		if got := errors.Is(err, sessionstore.ErrStreamNotStored); got != tc.notStored {
+			t.Errorf("ReplayEventsAfter(%s, %q): %v; wraps ErrStreamNotStored: %v, want %v", tc.session, tc.id, err, got, tc.notStored)
+		}
+	}
 }
 
 // The bounds drop a stream's oldest events as StoreEvents would: their

@@ -28,8 +28,8 @@ import (
 // of stores in flight at a time, and one that Redis does not answer holds
 // the stores made meanwhile until it times out. StoreStream's stores
 // (their callers wrote what they record already) share round trips of
-// their own, one in flight at a time beside those: none goes out alone,
-// and each batch waits a millisecond for more before it goes. Calls are bounded by the
+// their own, one in flight at a time beside those: until Close, none goes
+// out alone, and each batch waits a millisecond for more before it goes. Calls are bounded by the
 // Store's OpTimeout (a batched store, from its call), and one that fails
 // because Redis is unreachable or not ready wraps ErrUnavailable. Times
 // are the Redis server's.
@@ -288,6 +288,9 @@ func (l *EventLog) ReplayEventsAfter(ctx context.Context, sessionID, lastEventID
 	}
 	if err != nil {
 		return "", fail(ctx, op, err)
+	}
+	if st, _ := field[string](op, res, 0); st == "ABSENT" {
+		return "", fmt.Errorf("redisstore: replay events after %q: %w: %w", lastEventID, sessionstore.ErrUnknownEventID, sessionstore.ErrStreamNotStored)
 	}
 	known, err := eventStatus(op, res)
 	if err != nil {

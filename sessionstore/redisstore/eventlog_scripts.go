@@ -299,10 +299,10 @@ return after(ARGV[1] .. ':' .. ARGV[3], name, tonumber(ARGV[4]))
 // "k:"+stream: its nonce, then its ids) must be StoreStream's, whose
 // nonce ends with "~", and its first id's sequence number is event 0's:
 // the events of one store have consecutive ones. A stream stored to since
-// by another call, or never, is UNKNOWN.
+// by another call is UNKNOWN; one the log holds nothing of, ABSENT.
 const luaEventReplayWhole = luaReplayAfter + `
 local got = redis.call('HMGET', KEYS[1], 's:' .. ARGV[2], 'k:' .. ARGV[2])
-if not got[1] or not got[2] then return {'UNKNOWN'} end
+if not got[1] or not got[2] then return {'ABSENT'} end
 local seq0 = string.match(got[2], '^%S+~ [^-]+%-%d+%-(%d+)')
 if not seq0 then return {'UNKNOWN'} end
 local res = after(ARGV[1] .. ':' .. got[1], ARGV[2], tonumber(seq0) + tonumber(ARGV[3]))
