@@ -134,6 +134,30 @@ func resumeAsync(t *testing.T, c *testutil.Client, lastID string) <-chan *testut
 	return out
 }
 
+// resumeBeforeRecord resumes on c from lastID while the record of lastID's
+// response waits: once the resume has found the id not recorded (replays,
+// its log's count, moved) and has not answered, land lets the record go;
+// it returns the resume's answer.
+func resumeBeforeRecord(t *testing.T, ctx context.Context, c *testutil.Client, lastID string, replays *atomic.Int64, land func()) *testutil.Stream {
+	t.Helper()
+	before := replays.Load()
+	resumed := resumeAsync(t, c, lastID)
+	testutil.Eventually(t, wait, "the resume to find the id not yet recorded", func() bool { return replays.Load() > before })
+	select {
+	case s := <-resumed:
+		t.Fatalf("the resume answered %d (%s) before the record ended", s.Status, s.Body)
+	default:
+	}
+	land()
+	select {
+	case s := <-resumed:
+		return s
+	case <-ctx.Done():
+		t.Fatal("the resume did not answer once the record ended")
+		return nil
+	}
+}
+
 // A response written whole on the Redis log goes out before its record
 // lands: the client has all of it while the record waits. A resume from
 // one of its ids that comes before the record landed, on the replica that
@@ -153,22 +177,7 @@ func TestWholeResponseGoesOutBeforeItsRecord(t *testing.T) {
 			initializeAt(t, c, "2025-11-25")
 			evs := r.call(t, ctx, c)
 
-			resumed := resumeAsync(t, r.cl.client(tc.replica, c), evs[1].ID)
-			testutil.Eventually(t, wait, "the resume to find the id not yet recorded", func() bool {
-				return r.replays[tc.replica].Load() > 0
-			})
-			select {
-			case s := <-resumed:
-				t.Fatalf("the resume answered %d (%s) before the record landed", s.Status, s.Body)
-			default:
-			}
-			r.release <- struct{}{}
-			var s *testutil.Stream
-			select {
-			case s = <-resumed:
-			case <-ctx.Done():
-				t.Fatal("the resume did not answer once the record landed")
-			}
+			s := resumeBeforeRecord(t, ctx, r.cl.client(tc.replica, c), evs[1].ID, r.replays[tc.replica], func() { r.release <- struct{}{} })
 			wantStatus(t, "resume", s.Status, http.StatusOK, s.Body)
 			got := readAll(t, ctx, s)
 			if len(got) != 3 || got[0].ID != evs[2].ID || got[1].ID != evs[3].ID || got[2].ID != evs[4].ID ||
@@ -192,7 +201,7 @@ func TestWholeResponseWhoseRecordFailedIsUnknownToAResume(t *testing.T) {
 		// Longer than the test: the replica that saw the record fail
 		// answers at once.
 		{"resume on the same replica", 0, time.Hour},
-		{"resume on another replica", 1, 300 * time.Millisecond},
+		{"resume on another replica", 1, 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newBehindRig(t, tc.writeTimeout, errors.New("the test's log fails"))
@@ -200,17 +209,7 @@ func TestWholeResponseWhoseRecordFailedIsUnknownToAResume(t *testing.T) {
 			c := r.cl.client(0, nil)
 			initializeAt(t, c, "2025-11-25")
 			evs := r.call(t, ctx, c)
-			resumed := resumeAsync(t, r.cl.client(tc.replica, c), evs[1].ID)
-			testutil.Eventually(t, wait, "the resume to find the id not yet recorded", func() bool {
-				return r.replays[tc.replica].Load() > 0
-			})
-			r.release <- struct{}{}
-			var s *testutil.Stream
-			select {
-			case s = <-resumed:
-			case <-ctx.Done():
-				t.Fatal("the resume never answered")
-			}
+			s := resumeBeforeRecord(t, ctx, r.cl.client(tc.replica, c), evs[1].ID, r.replays[tc.replica], func() { r.release <- struct{}{} })
 			wantStatus(t, "resume", s.Status, http.StatusBadRequest, s.Body)
 			if !strings.Contains(string(s.Body), "Last-Event-ID") {
 				t.Fatalf("resume body %s; want it to name Last-Event-ID", s.Body)
@@ -317,15 +316,7 @@ func TestWholeResponseOnAWorkerGoesOutBeforeItsRecord(t *testing.T) {
 	}
 	other := testutil.NewClient(ts.URL)
 	other.SessionID, other.ProtocolVersion = c.SessionID, c.ProtocolVersion
-	resumed := resumeAsync(t, other, evs[1].ID)
-	testutil.Eventually(t, wait, "the resume to find the id not yet recorded", func() bool { return replays.Load() > 0 })
-	close(release)
-	var s *testutil.Stream
-	select {
-	case s = <-resumed:
-	case <-ctx.Done():
-		t.Fatal("the resume did not answer once the record landed")
-	}
+	s := resumeBeforeRecord(t, ctx, other, evs[1].ID, replays, func() { close(release) })
 	wantStatus(t, "resume", s.Status, http.StatusOK, s.Body)
 	if got := readAll(t, ctx, s); len(got) != 3 || got[2].ID != evs[4].ID {
 		t.Fatalf("resumed %+v; want events 2-4 of %+v", got, evs)
