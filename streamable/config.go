@@ -264,8 +264,9 @@ type Config struct {
 	// trip; the request counts as running for termination and Shutdown
 	// (not for MaxRequestsPerSession: it has answered) until the record
 	// lands, a session has at most 16 such records pending (past that a
-	// response is recorded before it is written), and a resume that comes
-	// before the record waits for it, up to WriteTimeout.
+	// response is recorded before it is written), and a resume from an id
+	// whose stream the log holds nothing of waits, up to WriteTimeout, for
+	// a record that may still land.
 	EventLog sessionstore.EventLog
 	// DisableEventLog turns resumability off, whatever EventLog is: GET
 	// streams carry no ids and Last-Event-ID is ignored (a fresh stream).

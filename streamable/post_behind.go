@@ -139,8 +139,8 @@ func (p *postStream) storeBehind(batch [][]byte) {
 		raw[i] = m
 	}
 	err := p.h.streamLog.StoreStream(ctx, p.sess.id, p.stream, raw)
-	if err != nil && p.sess.ctx.Err() != nil {
-		return // the session ended (a DELETE right after the call, say): its log is purged, nothing of it is lost
+	if err != nil && p.sess.ctx.Err() != nil && !p.sess.livesOn(context.Cause(p.sess.ctx)) {
+		return // the session ended for good (a DELETE right after the call, say): its log is purged, nothing of it is lost
 	}
 	if err != nil {
 		n := p.h.unrecorded.Add(int64(len(batch)))

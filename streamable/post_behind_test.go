@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -189,9 +190,10 @@ func TestWholeResponseGoesOutBeforeItsRecord(t *testing.T) {
 }
 
 // A response whose record fails: the client has it whole; a resume from
-// one of its ids is answered, once the record is known to have failed (on
-// the replica that wrote it, at once; on another, once a write timeout
-// has passed), as any id the log does not hold: 400, naming Last-Event-ID.
+// one of its ids, waiting when the record fails, is answered once the
+// record is known to have failed (on the replica that wrote it, at once;
+// on another, once a write timeout has passed), as any id the log does
+// not hold: 400, naming Last-Event-ID.
 func TestWholeResponseWhoseRecordFailedIsUnknownToAResume(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -320,5 +322,48 @@ func TestWholeResponseOnAWorkerGoesOutBeforeItsRecord(t *testing.T) {
 	wantStatus(t, "resume", s.Status, http.StatusOK, s.Body)
 	if got := readAll(t, ctx, s); len(got) != 3 || got[2].ID != evs[4].ID {
 		t.Fatalf("resumed %+v; want events 2-4 of %+v", got, evs)
+	}
+}
+
+// A record that fails because its session ended for good (a DELETE right
+// after the call, on a replica whose store is its own: the record ends
+// with the session) is not logged or counted as refused: the session's
+// log is purged with it, and nothing of it is lost. (Fails if such a
+// failure is reported as a refused record.)
+func TestBehindRecordEndingWithItsSessionIsNotARefusal(t *testing.T) {
+	rs := testutil.StartRedisServer(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr(), ContextTimeoutEnabled: true})
+	store := redisstore.New(rc, redisstore.Options{Prefix: "quiet:"})
+	entered := make(chan struct{}, 4)
+	log := &gatedLog{EventLog: store.EventLog(sessionstore.EventLogOptions{}), release: make(chan struct{}), entered: entered, replays: &atomic.Int64{}}
+	var logs lockedBuffer
+	h := streamable.New(burstServer(), streamable.Config{EventLog: log, WriteTimeout: wait,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = store.Close(); _ = rc.Close() })
+	shutDownAtCleanup(t, h, ts)
+	ctx := testutil.Context(t, wait)
+	c := testutil.NewClient(ts.URL)
+	initializeAt(t, c, "2025-11-25")
+	if evs := readAll(t, ctx, callWithProgress(t, ctx, c, "burst")); len(evs) != 5 {
+		t.Fatalf("events %+v; want the whole response", evs)
+	}
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the response's record never began")
+	}
+	// The DELETE ends the session's context, which ends the pending
+	// record (it fails), and waits for it.
+	resp, err := c.Delete(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "DELETE", resp.Status, http.StatusOK, resp.Body)
+	if log.ended.Load() != 1 {
+		t.Fatalf("%d records ended by the DELETE's answer; want the pending one", log.ended.Load())
+	}
+	if out := logs.String(); strings.Contains(out, "refused a response written before its record") {
+		t.Fatalf("a record that ended with its session was logged as refused:\n%s", out)
 	}
 }

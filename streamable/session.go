@@ -496,7 +496,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		s.h.met.sessionEnded(cause, s.ProtocolVersion(), opened)
 	}
 	s.h.mcp.UnregisterSession(ctx, s.id)
-	if s.stateless || cause == errEndedElsewhere || cause == errExpiredInStore || cause == errDeletedInStore || (s.h.shared && cause == errClosed) || cause == errDiscarded || (s.h.shared && cause == errShutdown) {
+	if s.stateless || cause == errEndedElsewhere || cause == errExpiredInStore || cause == errDeletedInStore || s.livesOn(cause) || cause == errDiscarded {
 		return // never stored, already ended there, removed by the caller, or kept for the other replicas
 	}
 	if log := s.h.cfg.EventLog; log != nil {
@@ -559,4 +559,10 @@ func (s *session) queued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.queuedInQueues() + len(s.carry) + s.pump.held
+}
+
+// livesOn reports whether a session that ended here with cause lives on,
+// on the other replicas: its record and its events are kept for them.
+func (s *session) livesOn(cause error) bool {
+	return s.h.shared && (cause == errClosed || cause == errShutdown)
 }

@@ -26,6 +26,9 @@ func TestStoreStreamBatchLingersAndSharesOneRoundTrip(t *testing.T) {
 	c.AddHook(pipelineCounter{&pipelines})
 	s := New(c, Options{Prefix: "behind:", OpTimeout: 20 * time.Second})
 	t.Cleanup(func() { _ = s.Close(); _ = c.Close() })
+	if s.behind.linger != behindLinger || behindLinger <= 0 {
+		t.Fatalf("New gives StoreStream's round trips a linger of %v; want behindLinger (%v), above zero", s.behind.linger, behindLinger)
+	}
 	// Long enough for every store below to join the batch: the test waits
 	// for them to join, not for the linger.
 	s.behind.linger = 2 * time.Second
