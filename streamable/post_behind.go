@@ -2,8 +2,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/lifeline-mcp/lifeline/sessionstore"
@@ -76,7 +74,7 @@ func (s *session) endBehind() {
 func (p *postStream) placeIDs(n int) []string {
 	ids := make([]string, n)
 	for k := range ids {
-		ids[k] = p.stream + eventIDSep + streamPlaceSep + strconv.Itoa(k)
+		ids[k] = p.h.postWireID(p.stream, sessionstore.StreamEventID(p.stream, k))
 	}
 	return ids
 }
@@ -107,12 +105,6 @@ func (h *Handler) postWireID(stream, logID string) string {
 	return wireEventID(stream, logID)
 }
 
-// recordBehind keeps batch, the response's events in order, to be
-// recorded once the request returns (endWork).
-func (p *postStream) recordBehind(batch [][]byte) {
-	p.behind = batch
-}
-
 // endWork ends the request's work: at once, or, with a record behind the
 // write pending, on a goroutine of the writer pool once it has landed.
 func (p *postStream) endWork() {
@@ -134,22 +126,14 @@ func (p *postStream) endWork() {
 func (p *postStream) storeBehind(batch [][]byte) {
 	ctx, cancel := context.WithTimeout(p.recordParent(), p.h.cfg.WriteTimeout) // as recordOn bounds one
 	defer cancel()
-	raw := make([]json.RawMessage, len(batch))
-	for i, m := range batch {
-		raw[i] = m
-	}
-	err := p.h.streamLog.StoreStream(ctx, p.sess.id, p.stream, raw)
+	err := p.h.streamLog.StoreStream(ctx, p.sess.id, p.stream, rawMessages(batch))
 	if err != nil && p.sess.ctx.Err() != nil && !p.sess.livesOn(context.Cause(p.sess.ctx)) {
 		return // the session ended for good (a DELETE right after the call, say): its log is purged, nothing of it is lost
 	}
 	if err != nil {
-		n := p.h.unrecorded.Add(int64(len(batch)))
-		for c := n - int64(len(batch)) + 1; c <= n; c++ {
-			if isPowerOf10(c) { // now and then, as recorded logs
-				p.h.log.Warn("lifeline: event log refused a response written before its record; a resume from it fails",
-					"session", logID(p.sess.id), "stream", p.stream, "events", len(batch), "err", err, "unrecorded_total", n)
-				break
-			}
+		if n, now := p.h.countUnrecorded(len(batch)); now {
+			p.h.log.Warn("lifeline: event log refused a response written before its record; a resume from it fails",
+				"session", logID(p.sess.id), "stream", p.stream, "events", len(batch), "err", err, "unrecorded_total", n)
 		}
 		return
 	}

@@ -180,7 +180,7 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 	var ids []string
 	if p.goesBehind() {
 		ids = p.placeIDs(len(batch))
-		p.recordBehind(batch)
+		p.behind = batch // recorded once the request returns (endWork)
 	} else {
 		ids = p.h.recordAllOn(p.recordParent(), p.sess, p.stream, batch)
 	}

@@ -93,11 +93,7 @@ func (h *Handler) recordAllOn(parent context.Context, sess *session, stream stri
 	}
 	ctx, cancel := context.WithTimeout(parent, h.cfg.WriteTimeout) // as recordOn bounds one
 	defer cancel()
-	raw := make([]json.RawMessage, len(msgs))
-	for i, m := range msgs {
-		raw[i] = m
-	}
-	got, err := batcher.StoreEvents(ctx, sess.id, stream, raw)
+	got, err := batcher.StoreEvents(ctx, sess.id, stream, rawMessages(msgs))
 	if errors.Is(err, sessionstore.ErrEventTooLarge) {
 		return oneByOne()
 	}
@@ -114,6 +110,28 @@ func (h *Handler) recordAllOn(parent context.Context, sess *session, stream stri
 	return ids
 }
 
+// rawMessages is msgs as the event log takes them (no copy).
+func rawMessages(msgs [][]byte) []json.RawMessage {
+	raw := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		raw[i] = m
+	}
+	return raw
+}
+
+// countUnrecorded counts n messages the event log refused and returns the
+// total, and whether to log it now: when the total passed a power of 10
+// (now and then, not once per refusal).
+func (h *Handler) countUnrecorded(n int) (total int64, now bool) {
+	total = h.unrecorded.Add(int64(n))
+	for c := total - int64(n) + 1; c <= total; c++ {
+		if isPowerOf10(c) {
+			return total, true
+		}
+	}
+	return total, false
+}
+
 // recorded is what recordOn and recordAllOn return for msg, which the log
 // stored as id or refused with err: its SSE id, or "" (counted, and
 // logged now and then).
@@ -125,7 +143,7 @@ func (h *Handler) recorded(sess *session, stream string, msg []byte, id string, 
 		}
 	}
 	if err != nil {
-		if n := h.unrecorded.Add(1); isPowerOf10(n) {
+		if n, now := h.countUnrecorded(1); now {
 			h.log.Warn("lifeline: event log refused a message; it goes without an id and cannot be replayed",
 				"session", logID(sess.id), "stream", stream, "bytes", len(msg), "err", err, "unrecorded_total", n)
 		}
