@@ -166,7 +166,7 @@ func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, 
 	if err := l.checkStore(sessionID, streamID, messages); err != nil {
 		return nil, err
 	}
-	return l.store(ctx, l.s.evalShared, sessionID, streamID, messages, rand.Text())
+	return l.store(ctx, l.s.evalShared, sessionID, streamID, messages, rand.Text(), len(messages))
 }
 
 // checkStore refuses a store of messages that the log cannot take.
@@ -209,18 +209,21 @@ func (l *EventLog) StoreStream(ctx context.Context, sessionID, streamID string, 
 	if err := l.checkStore(sessionID, streamID, messages); err != nil {
 		return err
 	}
-	_, err := l.store(ctx, l.s.evalBehind, sessionID, streamID, messages, rand.Text()+wholeNonceMark)
+	_, err := l.store(ctx, l.s.evalBehind, sessionID, streamID, messages, rand.Text()+wholeNonceMark, 1)
 	return err
 }
 
 // wholeNonceMark ends the nonce of a StoreStream call, which the record of
-// the stream's last store keeps (luaEventReplayWhole).
+// the stream's last store keeps (luaEventReplayWhole). The store script
+// answers such a call, and records it, with the first message's id alone.
 const wholeNonceMark = "~"
 
 // store is StoreEvents with the call's nonce, which a retry of the call
-// repeats, sent by eval (evalShared, or StoreStream's evalBehind).
+// repeats, sent by eval (evalShared, or StoreStream's evalBehind). It
+// answers the ids of the first wantIDs messages, as many as the script
+// answers (every message's, or the first's for StoreStream's nonce).
 func (l *EventLog) store(ctx context.Context, eval func(context.Context, scriptCall) ([]any, error),
-	sessionID, streamID string, messages []json.RawMessage, nonce string) ([]string, error) {
+	sessionID, streamID string, messages []json.RawMessage, nonce string, wantIDs int) ([]string, error) {
 	const op = "store events"
 	res, err := eval(ctx, l.storeCall(sessionID, streamID, messages, nonce))
 	if err != nil {
@@ -229,10 +232,10 @@ func (l *EventLog) store(ctx context.Context, eval func(context.Context, scriptC
 	if _, err := eventStatus(op, res); err != nil {
 		return nil, err
 	}
-	if len(res) != 1+len(messages) {
-		return nil, fmt.Errorf("redisstore: %s: %d ids for %d messages", op, len(res)-1, len(messages))
+	if len(res) != 1+wantIDs {
+		return nil, fmt.Errorf("redisstore: %s: %d ids for %d messages, want %d", op, len(res)-1, len(messages), wantIDs)
 	}
-	ids := make([]string, len(messages))
+	ids := make([]string, wantIDs)
 	for i := range ids {
 		if ids[i], err = field[string](op, res, 1+i); err != nil {
 			return nil, err

@@ -6,7 +6,8 @@ import "github.com/redis/go-redis/v9"
 // (see EventLog.base): the hash B+":m" (fields tag, next, seq, cnt, bytes,
 // r, and per stream number N: "s:"+stream -> N, "n:"+N -> stream, "c:"+N
 // its event count, "b:"+N its bytes, "k:"+stream the nonce and ids of its
-// last StoreEvent or StoreEvents), the sorted set B+":h" of the numbers
+// last StoreEvent or StoreEvents, or the first id of its StoreStream),
+// the sorted set B+":h" of the numbers
 // of the streams that hold events, each scored by the sequence number of
 // its oldest event, and one Redis list B+":"+N per MCP stream, whose
 // elements are its events in order, each S+" "+message for the session's
@@ -36,15 +37,21 @@ import "github.com/redis/go-redis/v9"
 // reached) calls again. It updates the
 // stream's counts unless own: the counts of the stream being stored to
 // (oc events, ob bytes) are the store script's, kept in locals and
-// written once, as are the session's totals.
+// written once, as are the session's totals, and its name (ownName) is
+// the caller's. Another stream's counts and name, when it goes whole,
+// come in one HMGET; a name the hash lacks leaves only the number's
+// fields to delete.
 const luaEventDrop = `
-local function forget(meta, heads, base, m)
+local function forget(meta, heads, base, m, name)
   redis.call('DEL', base .. ':' .. m)
-  local name = redis.call('HGET', meta, 'n:' .. m)
-  redis.call('HDEL', meta, 's:' .. name, 'k:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
+  if name then
+    redis.call('HDEL', meta, 's:' .. name, 'k:' .. name, 'n:' .. m, 'c:' .. m, 'b:' .. m)
+  else
+    redis.call('HDEL', meta, 'n:' .. m, 'c:' .. m, 'b:' .. m)
+  end
   redis.call('ZREM', heads, m)
 end
-local function drop(meta, heads, base, m, own, oc, ob, ne, nb, upto)
+local function drop(meta, heads, base, m, own, oc, ob, ne, nb, upto, ownName)
   local k = base .. ':' .. m
   local want = math.max(ne, 1)
   local h = redis.call('LRANGE', k, 0, want)
@@ -60,12 +67,12 @@ local function drop(meta, heads, base, m, own, oc, ob, ne, nb, upto)
   local short = dc < ne or db < nb
   if #h < 2 or (short and not passed and dc == #h - 1 and #h <= want) then
     -- As single drops would: the last element left, the stream goes.
-    local c, b = oc, ob
+    local c, b, name = oc, ob, ownName
     if not own then
-      c = tonumber(redis.call('HGET', meta, 'c:' .. m)) or 0
-      b = tonumber(redis.call('HGET', meta, 'b:' .. m)) or 0
+      local got = redis.call('HMGET', meta, 'c:' .. m, 'b:' .. m, 'n:' .. m)
+      c, b, name = tonumber(got[1]) or 0, tonumber(got[2]) or 0, got[3]
     end
-    forget(meta, heads, base, m)
+    forget(meta, heads, base, m, name)
     return c, b, true
   end
   redis.call('LTRIM', k, dc, -1)
@@ -83,9 +90,12 @@ end
 // characters are the tag of a new log), ttl ms, slack ms, max stream
 // events, max stream bytes, max session events, max session bytes, then
 // the messages (one or more), stored in order as the stream's next
-// events. Answers {'OK', id, ...}, an event id per message. A call
-// repeating the stream's last call (same nonce: go-redis retried it after
-// its connection broke) stores nothing and answers the same ids.
+// events. Answers {'OK', id, ...}, an event id per message, or only the
+// first message's for a nonce ending in "~" (StoreStream's, whose caller
+// places the rest by the first: its record, field "k:"+stream, keeps only
+// that one too). A call repeating the stream's last call (same nonce:
+// go-redis retried it after its connection broke) stores nothing and
+// answers the same ids.
 //
 // Each message is stored as a call of its own would, and what the bounds
 // keep is what such calls would keep: the stream's bounds are enforced
@@ -108,14 +118,18 @@ local maxE, maxB = tonumber(ARGV[8]), tonumber(ARGV[9])
 local first = 10
 local maxBatchPush = 256 -- the most messages one RPUSH takes (Lua's unpack has a limit)
 local now = now_ms()
-local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream, 'cnt', 'bytes')
+local firstOnly = string.sub(nonce, -1) == '~' -- StoreStream's: the first id is enough
+local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream, 'cnt', 'bytes', 'next', 'seq')
 local tag, n, refreshed = got[1], got[2], tonumber(got[3])
 local cnt, bytes = tonumber(got[5]) or 0, tonumber(got[6]) or 0
+-- The last stream number given and the last sequence number, written
+-- with the totals at the end.
+local last, lastSeq = tonumber(got[7]) or 0, tonumber(got[8]) or 0
 if not tag then
   tag = string.sub(nonce, 1, 12)
   redis.call('DEL', heads)
-  redis.call('HSET', meta, 'tag', tag, 'r', now, 'next', 0, 'seq', 0)
-  n, refreshed, cnt, bytes = nil, now, 0, 0
+  redis.call('HSET', meta, 'tag', tag, 'r', now)
+  n, refreshed, cnt, bytes, last, lastSeq = nil, now, 0, 0, 0, 0
 elseif got[4] and string.sub(got[4], 1, #nonce + 1) == nonce .. ' ' then
   local out = {'OK'}
   for id in string.gmatch(string.sub(got[4], #nonce + 2), '%S+') do out[#out + 1] = id end
@@ -125,10 +139,11 @@ end
 -- and deletes a key left under the number by a log that lapsed, unless
 -- the caller checks for one itself (keep).
 local function register(keep)
-  local m = redis.call('HINCRBY', meta, 'next', 1)
+  last = last + 1
+  local m = string.format('%d', last)
   if not keep then redis.call('DEL', base .. ':' .. m) end
   redis.call('HSET', meta, 's:' .. stream, m, 'n:' .. m, stream)
-  return tostring(m)
+  return m
 end
 local sc, sb = 0, 0 -- the stream's counts, written at the end
 local fresh = not n -- the stream's first call (or its first since it went)
@@ -139,7 +154,8 @@ else
   sc, sb = tonumber(c[1]) or 0, tonumber(c[2]) or 0
 end
 local count = #ARGV - first + 1
-local seq0 = redis.call('HINCRBY', meta, 'seq', count) - count + 1
+local seq0 = lastSeq + 1
+lastSeq = lastSeq + count
 local out = {'OK'}
 local gone = false -- the stream went whole (its key was evicted)
 local each = false -- the session's bounds after each message: keys were evicted
@@ -154,7 +170,7 @@ local function sessionBound()
     local oldest = two[1]
     if not oldest then break end -- heads evicted by a maxmemory policy
     local own = not gone and oldest == n
-    local dc, db, whole = drop(meta, heads, base, oldest, own, sc, sb, cnt - maxE, bytes - maxB, tonumber(two[4]))
+    local dc, db, whole = drop(meta, heads, base, oldest, own, sc, sb, cnt - maxE, bytes - maxB, tonumber(two[4]), stream)
     if own then sc, sb, gone = sc - dc, sb - db, whole end
     cnt, bytes = cnt - dc, bytes - db
   end
@@ -172,7 +188,7 @@ if fresh and count <= maxBatchPush and not (cnt > 0 and redis.call('ZCARD', head
     local seq = string.format('%d', seq0 + i - first)
     total = total + string.len(ARGV[i])
     elems[#elems + 1] = seq .. ' ' .. ARGV[i]
-    ids[#ids + 1] = tag .. '-' .. n .. '-' .. seq
+    if i == first or not firstOnly then ids[#ids + 1] = tag .. '-' .. n .. '-' .. seq end
   end
   if count <= maxSE and total <= maxSB then
     fast = true
@@ -224,12 +240,12 @@ for i = (fast and #ARGV + 1 or first), #ARGV do
     redis.call('ZADD', heads, 'XX', string.match(oldest, '^%d+'), n)
   end
   sc, sb, cnt, bytes = sc + 1, sb + size, cnt + 1, bytes + size
-  out[#out + 1] = tag .. '-' .. n .. '-' .. seq
+  if i == first or not firstOnly then out[#out + 1] = tag .. '-' .. n .. '-' .. seq end
   -- The new event is never dropped (it fits both byte bounds alone),
   -- unless the stream's key was evicted: then the stream goes whole, and
   -- the next message starts a new one.
   while not gone and (sc > maxSE or sb > maxSB) do
-    local dc, db, whole = drop(meta, heads, base, n, true, sc, sb, sc - maxSE, sb - maxSB, nil)
+    local dc, db, whole = drop(meta, heads, base, n, true, sc, sb, sc - maxSE, sb - maxSB, nil, stream)
     sc, sb, cnt, bytes, gone = sc - dc, sb - db, cnt - dc, bytes - db, whole
   end
   if each then sessionBound() end
@@ -245,10 +261,12 @@ if now - refreshed >= slack then
   redis.call('HSET', meta, 'r', now)
 end
 local ids = nonce .. ' ' .. table.concat(out, ' ', 2)
+local lastS, lastSeqS = string.format('%d', last), string.format('%d', lastSeq)
 if gone then
-  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'k:' .. stream, ids)
+  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'next', lastS, 'seq', lastSeqS, 'k:' .. stream, ids)
 else
-  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'c:' .. n, sc, 'b:' .. n, sb, 'k:' .. stream, ids)
+  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'next', lastS, 'seq', lastSeqS,
+    'c:' .. n, sc, 'b:' .. n, sb, 'k:' .. stream, ids)
 end
 return out
 `
