@@ -166,7 +166,7 @@ func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, 
 	if err := l.checkStore(sessionID, streamID, messages); err != nil {
 		return nil, err
 	}
-	return l.store(ctx, l.s.evalShared, sessionID, streamID, messages, rand.Text(), len(messages))
+	return l.store(ctx, l.s.evalShared, sessionID, streamID, messages, rand.Text())
 }
 
 // checkStore refuses a store of messages that the log cannot take.
@@ -209,7 +209,7 @@ func (l *EventLog) StoreStream(ctx context.Context, sessionID, streamID string, 
 	if err := l.checkStore(sessionID, streamID, messages); err != nil {
 		return err
 	}
-	_, err := l.store(ctx, l.s.evalBehind, sessionID, streamID, messages, rand.Text()+wholeNonceMark, 1)
+	_, err := l.store(ctx, l.s.evalBehind, sessionID, streamID, messages, rand.Text()+wholeNonceMark)
 	return err
 }
 
@@ -220,10 +220,10 @@ const wholeNonceMark = "~"
 
 // store is StoreEvents with the call's nonce, which a retry of the call
 // repeats, sent by eval (evalShared, or StoreStream's evalBehind). It
-// answers the ids of the first wantIDs messages, as many as the script
-// answers (every message's, or the first's for StoreStream's nonce).
+// answers every message's id, or the first message's alone for a nonce
+// ending in wholeNonceMark, as the script does.
 func (l *EventLog) store(ctx context.Context, eval func(context.Context, scriptCall) ([]any, error),
-	sessionID, streamID string, messages []json.RawMessage, nonce string, wantIDs int) ([]string, error) {
+	sessionID, streamID string, messages []json.RawMessage, nonce string) ([]string, error) {
 	const op = "store events"
 	res, err := eval(ctx, l.storeCall(sessionID, streamID, messages, nonce))
 	if err != nil {
@@ -231,6 +231,10 @@ func (l *EventLog) store(ctx context.Context, eval func(context.Context, scriptC
 	}
 	if _, err := eventStatus(op, res); err != nil {
 		return nil, err
+	}
+	wantIDs := len(messages)
+	if strings.HasSuffix(nonce, wholeNonceMark) {
+		wantIDs = 1
 	}
 	if len(res) != 1+wantIDs {
 		return nil, fmt.Errorf("redisstore: %s: %d ids for %d messages, want %d", op, len(res)-1, len(messages), wantIDs)

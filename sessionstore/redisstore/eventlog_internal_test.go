@@ -27,8 +27,8 @@ func TestEventStoreRetryStoresOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		nonce := rand.Text()
-		ids1, err1 := l.store(ctx, l.s.evalShared, "s", "A", batch, nonce, len(batch))
-		ids2, err2 := l.store(ctx, l.s.evalShared, "s", "A", batch, nonce, len(batch))
+		ids1, err1 := l.store(ctx, l.s.evalShared, "s", "A", batch, nonce)
+		ids2, err2 := l.store(ctx, l.s.evalShared, "s", "A", batch, nonce)
 		if err1 != nil || err2 != nil || len(ids1) != len(batch) || !slices.Equal(ids1, ids2) {
 			t.Fatalf("a call of %d messages and its retry answered %q, %v and %q, %v; want the same %d ids twice",
 				len(batch), ids1, err1, ids2, err2, len(batch))
@@ -57,8 +57,8 @@ func TestEventStoreStreamRetryStoresOnce(t *testing.T) {
 	}
 	batch := []json.RawMessage{json.RawMessage("1"), json.RawMessage("2"), json.RawMessage("3")}
 	nonce := rand.Text() + wholeNonceMark
-	ids1, err1 := l.store(ctx, l.s.evalBehind, "s", "A", batch, nonce, 1)
-	ids2, err2 := l.store(ctx, l.s.evalBehind, "s", "A", batch, nonce, 1)
+	ids1, err1 := l.store(ctx, l.s.evalBehind, "s", "A", batch, nonce)
+	ids2, err2 := l.store(ctx, l.s.evalBehind, "s", "A", batch, nonce)
 	if err1 != nil || err2 != nil || len(ids1) != 1 || !slices.Equal(ids1, ids2) {
 		t.Fatalf("a whole stream's call and its retry answered %q, %v and %q, %v; want the same first id twice",
 			ids1, err1, ids2, err2)

@@ -6,7 +6,8 @@ import "github.com/redis/go-redis/v9"
 // (see EventLog.base): the hash B+":m" (fields tag, next, seq, cnt, bytes,
 // r, and per stream number N: "s:"+stream -> N, "n:"+N -> stream, "c:"+N
 // its event count, "b:"+N its bytes, "k:"+stream the nonce and ids of its
-// last StoreEvent or StoreEvents, or the first id of its StoreStream),
+// last StoreEvent or StoreEvents, or the nonce and first id of its
+// StoreStream),
 // the sorted set B+":h" of the numbers
 // of the streams that hold events, each scored by the sequence number of
 // its oldest event, and one Redis list B+":"+N per MCP stream, whose
@@ -122,8 +123,11 @@ local firstOnly = string.sub(nonce, -1) == '~' -- StoreStream's: the first id is
 local got = redis.call('HMGET', meta, 'tag', 's:' .. stream, 'r', 'k:' .. stream, 'cnt', 'bytes', 'next', 'seq')
 local tag, n, refreshed = got[1], got[2], tonumber(got[3])
 local cnt, bytes = tonumber(got[5]) or 0, tonumber(got[6]) or 0
--- The last stream number given and the last sequence number, written
--- with the totals at the end.
+-- The last stream number given and the last sequence number: each is
+-- written by the first write that uses it (register's HSET, or the HSET
+-- below), so a call that fails part-way (Redis keeps a script's writes up
+-- to its error) never leaves a number in use that a later call gives
+-- again.
 local last, lastSeq = tonumber(got[7]) or 0, tonumber(got[8]) or 0
 if not tag then
   tag = string.sub(nonce, 1, 12)
@@ -135,6 +139,11 @@ elseif got[4] and string.sub(got[4], 1, #nonce + 1) == nonce .. ' ' then
   for id in string.gmatch(string.sub(got[4], #nonce + 2), '%S+') do out[#out + 1] = id end
   return out
 end
+local count = #ARGV - first + 1
+local seq0 = lastSeq + 1
+lastSeq = lastSeq + count
+-- Written with %d: Lua writes a number of 15 digits as 1e+14.
+local lastSeqS = string.format('%d', lastSeq)
 -- register gives the stream a new number, as the first call to it does,
 -- and deletes a key left under the number by a log that lapsed, unless
 -- the caller checks for one itself (keep).
@@ -142,7 +151,7 @@ local function register(keep)
   last = last + 1
   local m = string.format('%d', last)
   if not keep then redis.call('DEL', base .. ':' .. m) end
-  redis.call('HSET', meta, 's:' .. stream, m, 'n:' .. m, stream)
+  redis.call('HSET', meta, 's:' .. stream, m, 'n:' .. m, stream, 'next', m, 'seq', lastSeqS)
   return m
 end
 local sc, sb = 0, 0 -- the stream's counts, written at the end
@@ -152,10 +161,8 @@ if fresh then
 else
   local c = redis.call('HMGET', meta, 'c:' .. n, 'b:' .. n)
   sc, sb = tonumber(c[1]) or 0, tonumber(c[2]) or 0
+  redis.call('HSET', meta, 'seq', lastSeqS)
 end
-local count = #ARGV - first + 1
-local seq0 = lastSeq + 1
-lastSeq = lastSeq + count
 local out = {'OK'}
 local gone = false -- the stream went whole (its key was evicted)
 local each = false -- the session's bounds after each message: keys were evicted
@@ -261,12 +268,10 @@ if now - refreshed >= slack then
   redis.call('HSET', meta, 'r', now)
 end
 local ids = nonce .. ' ' .. table.concat(out, ' ', 2)
-local lastS, lastSeqS = string.format('%d', last), string.format('%d', lastSeq)
 if gone then
-  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'next', lastS, 'seq', lastSeqS, 'k:' .. stream, ids)
+  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'k:' .. stream, ids)
 else
-  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'next', lastS, 'seq', lastSeqS,
-    'c:' .. n, sc, 'b:' .. n, sb, 'k:' .. stream, ids)
+  redis.call('HSET', meta, 'cnt', cnt, 'bytes', bytes, 'c:' .. n, sc, 'b:' .. n, sb, 'k:' .. stream, ids)
 end
 return out
 `
