@@ -52,22 +52,10 @@ func (p *postStream) goesBehind() bool {
 
 // beginBehind counts a record behind its write in, unless the session has
 // maxBehindRecords pending.
-func (s *session) beginBehind() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.behind >= maxBehindRecords {
-		return false
-	}
-	s.behind++
-	return true
-}
+func (s *session) beginBehind() bool { return s.takeBounded(&s.behind, maxBehindRecords) }
 
 // endBehind counts a record behind its write out, once it landed or failed.
-func (s *session) endBehind() {
-	s.mu.Lock()
-	s.behind--
-	s.mu.Unlock()
-}
+func (s *session) endBehind() { s.giveBounded(&s.behind) }
 
 // placeIDs returns the SSE ids of a whole response's n events (its
 // priming event first, when it has one), each by its place in the stream.

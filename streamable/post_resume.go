@@ -257,22 +257,10 @@ func (s *session) releaseRunning() {
 
 // beginLetGo counts a request let go of in, unless the session has
 // maxLetGoRequests already.
-func (s *session) beginLetGo() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.letGo >= maxLetGoRequests {
-		return false
-	}
-	s.letGo++
-	return true
-}
+func (s *session) beginLetGo() bool { return s.takeBounded(&s.letGo, maxLetGoRequests) }
 
 // endLetGo counts a request let go of out, once it has returned.
-func (s *session) endLetGo() {
-	s.mu.Lock()
-	s.letGo--
-	s.mu.Unlock()
-}
+func (s *session) endLetGo() { s.giveBounded(&s.letGo) }
 
 func anyID(ids []string) bool {
 	for _, id := range ids {

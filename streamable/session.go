@@ -308,23 +308,31 @@ func (s *session) addPostStream(st *sseStream) {
 	}
 }
 
-// addResumer counts a resumed POST stream in, unless the session has
-// maxResumedStreams open.
-func (s *session) addResumer() bool {
+// takeBounded counts one in on n, a count of the session's guarded by mu,
+// unless n has reached limit; giveBounded counts one out. They keep the
+// session's per-session bounds (resumed streams, requests let go of,
+// records behind their writes).
+func (s *session) takeBounded(n *int, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.resumes >= maxResumedStreams {
+	if *n >= limit {
 		return false
 	}
-	s.resumes++
+	*n++
 	return true
 }
 
-func (s *session) removeResumer() {
+func (s *session) giveBounded(n *int) {
 	s.mu.Lock()
-	s.resumes--
+	*n--
 	s.mu.Unlock()
 }
+
+// addResumer counts a resumed POST stream in, unless the session has
+// maxResumedStreams open.
+func (s *session) addResumer() bool { return s.takeBounded(&s.resumes, maxResumedStreams) }
+
+func (s *session) removeResumer() { s.giveBounded(&s.resumes) }
 
 func (s *session) removePostStream(st *sseStream) {
 	s.mu.Lock()

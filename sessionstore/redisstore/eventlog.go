@@ -157,13 +157,7 @@ var _ sessionstore.EventBatchLog = (*EventLog)(nil)
 // whole call with sessionstore.ErrEventTooLarge when a message is over
 // EventLogOptions.MaxEventBytes.
 func (l *EventLog) StoreEvents(ctx context.Context, sessionID, streamID string, messages []json.RawMessage) ([]string, error) {
-	if len(messages) == 0 {
-		if sessionID == "" || streamID == "" {
-			return nil, fmt.Errorf("redisstore: store events: empty session or stream id")
-		}
-		return nil, nil
-	}
-	if err := l.checkStore(sessionID, streamID, messages); err != nil {
+	if err := l.checkStore(sessionID, streamID, messages); err != nil || len(messages) == 0 {
 		return nil, err
 	}
 	return l.store(ctx, l.s.evalShared, sessionID, streamID, messages, rand.Text())
