@@ -246,7 +246,7 @@ func (p *postStream) respond(resp mcp.JSONRPCMessage) {
 		p.respondJSON(resp)
 		return
 	}
-	b, err := json.Marshal(resp)
+	b, err := appendResponseJSON(nil, resp)
 	if err != nil {
 		p.h.log.Error("lifeline: response does not encode", "session", logID(p.sess.id), "err", err)
 		p.lost++
@@ -331,11 +331,13 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 		return
 	}
 	buf := p.h.answers.get()
-	if err := json.NewEncoder(buf).Encode(resp); err != nil { // with its newline
+	enc, err := appendResponseJSON(buf.AvailableBuffer(), resp)
+	if err != nil {
 		p.h.answers.put(buf)
 		p.h.writeFailure(p.w, errInternal("the response does not encode: "+err.Error()).forRequest(p.id))
 		return
 	}
+	buf.Write(append(enc, '\n')) // in place when it fit the buffer
 	b := buf.Bytes()
 	status := http.StatusOK
 	if p.sess.modern {
@@ -371,7 +373,7 @@ func (p *postStream) respondJSON(resp mcp.JSONRPCMessage) {
 	// closed once its termination gave up waiting).
 	p.sess.addPostStream(st)
 	defer p.sess.removePostStream(st)
-	err := st.write(func() error {
+	err = st.write(func() error {
 		h := p.w.Header()
 		h.Set("Content-Type", "application/json")
 		p.h.met.answered(modernCause(status))

@@ -1,0 +1,138 @@
+package streamable
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// responseCases are HandleMessage answers whose encoding must be
+// json.Marshal's byte for byte: tools/call results by value and by
+// pointer (text, structured, error, _meta as 2026-07-28 answers carry
+// it), other results, ids of every kind, strings that need escapes, and
+// the messages that are not results.
+func responseCases() []mcp.JSONRPCMessage {
+	resp := func(id any, result any) mcp.JSONRPCMessage {
+		return mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: result}
+	}
+	text := mcp.NewToolResultText("hello")
+	escaped := mcp.NewToolResultText("<b>&\"quoted\"\\ \n\t\u2028 é \x01")
+	structured := mcp.NewToolResultStructured(map[string]any{"b": 2, "a": []any{"x", 1.5, nil}}, "fallback")
+	failed := mcp.NewToolResultError("it broke")
+	modern := mcp.NewToolResultText("hi")
+	modern.Meta = mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "s", "version": "1"}})
+	modern.ResultType = "complete"
+	var nilResult *mcp.CallToolResult
+	return []mcp.JSONRPCMessage{
+		resp(int64(2), *text),
+		resp(int64(2), text),
+		resp("req-<1>", *escaped),
+		resp(1.5, structured),
+		resp(int64(-7), *failed),
+		resp("7", modern),
+		resp(nil, *text),
+		resp(int64(3), nilResult),
+		resp(int64(4), nil),
+		resp(int64(5), mcp.ListToolsResult{Tools: []mcp.Tool{mcp.NewTool("echo", mcp.WithString("text"))}}),
+		resp(int64(6), map[string]any{"z": 1, "a": "<&>"}),
+		resp(int64(8), json.RawMessage(`{ "raw" : [1, 2] }`)),
+		resp("\u00e9\u2029", mcp.EmptyResult{}),
+		mcp.JSONRPCResponse{JSONRPC: "<odd \"version\">", ID: mcp.NewRequestId(int64(10)), Result: *text},
+		mcp.NewJSONRPCError(mcp.NewRequestId(int64(9)), mcp.INVALID_PARAMS, "bad <params>", nil),
+		mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "notifications/progress"}},
+	}
+}
+
+func TestAppendResponseJSONIsJSONMarshal(t *testing.T) {
+	for i, m := range responseCases() {
+		want, werr := json.Marshal(m)
+		got, gerr := appendResponseJSON([]byte("prefix"), m)
+		if werr != nil || gerr != nil || !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Errorf("case %d (%T):\n got %s (%v)\nwant prefix%s (%v)", i, m, got, gerr, want, werr)
+		}
+	}
+}
+
+// TestAppendResponseJSONRefusesWhatMarshalRefuses: a result, or an id,
+// that json.Marshal cannot encode gives its error, and leaves the bytes
+// before it as they were.
+func TestAppendResponseJSONRefusesWhatMarshalRefuses(t *testing.T) {
+	for i, m := range []mcp.JSONRPCMessage{
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Result: math.Inf(1)},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(math.NaN()), Result: mcp.NewToolResultText("x")},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)),
+			Result: mcp.NewToolResultStructured(map[string]any{"f": math.NaN()}, "x")},
+	} {
+		_, werr := json.Marshal(m)
+		got, gerr := appendResponseJSON([]byte("prefix"), m)
+		if werr == nil || gerr == nil || gerr.Error() != werr.Error() || string(got) != "prefix" {
+			t.Errorf("case %d: got %q, %v; json.Marshal's error %v", i, got, gerr, werr)
+		}
+	}
+	var unsupported *json.UnsupportedValueError
+	if _, err := appendResponseJSON(nil, mcp.JSONRPCResponse{ID: mcp.NewRequestId(int64(1)), Result: math.NaN()}); !errors.As(err, &unsupported) {
+		t.Errorf("a NaN result: %v, want json's UnsupportedValueError", err)
+	}
+}
+
+// FuzzAppendResponseJSON checks the encoding against json.Marshal for a
+// tools/call result of fuzzed text under a fuzzed string or number id.
+func FuzzAppendResponseJSON(f *testing.F) {
+	f.Add("hello", "id-1", 7.0, true)
+	f.Add("<\u2028\x00\xff&", "\"", -1e21, false)
+	f.Fuzz(func(t *testing.T, text, sid string, nid float64, stringID bool) {
+		var id any = nid
+		if stringID {
+			id = sid
+		} else if nid == math.Trunc(nid) && math.Abs(nid) < 1<<53 {
+			id = int64(nid)
+		}
+		m := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: mcp.NewToolResultText(text)}
+		want, werr := json.Marshal(m)
+		got, gerr := appendResponseJSON(nil, m)
+		if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
+			t.Errorf("got %s (%v)\nwant %s (%v)", got, gerr, want, werr)
+		}
+	})
+}
+
+// BenchmarkEncodeResponse compares appendResponseJSON with what
+// respondJSON did before it (an Encoder over the whole message), for a
+// tools/call answer of the session era and one of 2026-07-28 (with the
+// _meta mcp-go adds).
+func BenchmarkEncodeResponse(b *testing.B) {
+	plain := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(2)), Result: mcp.NewToolResultText("hello")}
+	modernResult := mcp.NewToolResultText("hello")
+	modernResult.Meta = mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "bench", "version": "1"}})
+	modernResult.ResultType = "complete"
+	modern := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(2)), Result: modernResult}
+	for _, c := range []struct {
+		name string
+		msg  mcp.JSONRPCMessage
+	}{{"session-era", plain}, {"2026-07-28", modern}} {
+		var buf bytes.Buffer
+		b.Run(c.name+"/encoder", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				buf.Reset()
+				_ = json.NewEncoder(&buf).Encode(c.msg)
+			}
+		})
+		b.Run(c.name+"/append", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				buf.Reset()
+				enc, _ := appendResponseJSON(buf.AvailableBuffer(), c.msg)
+				buf.Write(append(enc, '\n'))
+			}
+		})
+		if strings.Count(buf.String(), "\n") != 1 {
+			b.Fatalf("encoded %q", buf.String())
+		}
+	}
+}
