@@ -28,7 +28,7 @@ func responseCases() []mcp.JSONRPCMessage {
 	modern.Meta = mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "s", "version": "1"}})
 	modern.ResultType = "complete"
 	var nilResult *mcp.CallToolResult
-	return []mcp.JSONRPCMessage{
+	return append([]mcp.JSONRPCMessage{
 		resp(int64(2), *text),
 		resp(int64(2), text),
 		resp("req-<1>", *escaped),
@@ -45,15 +45,86 @@ func responseCases() []mcp.JSONRPCMessage {
 		mcp.JSONRPCResponse{JSONRPC: "<odd \"version\">", ID: mcp.NewRequestId(int64(10)), Result: *text},
 		mcp.NewJSONRPCError(mcp.NewRequestId(int64(9)), mcp.INVALID_PARAMS, "bad <params>", nil),
 		mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "notifications/progress"}},
-	}
+	}, toolResultCases()...)
 }
 
+// toolResultCases are tools/call results with each member
+// appendCallToolResult writes, and each it leaves to json.Marshal.
+func toolResultCases() []mcp.JSONRPCMessage {
+	var out []mcp.JSONRPCMessage
+	add := func(r *mcp.CallToolResult) {
+		out = append(out, mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(len(out))), Result: *r})
+	}
+	withMeta := func(meta *mcp.Meta) *mcp.CallToolResult {
+		r := mcp.NewToolResultText("t")
+		r.Meta = meta
+		return r
+	}
+	add(&mcp.CallToolResult{}) // no content: an empty array
+	add(&mcp.CallToolResult{Content: []mcp.Content{}})
+	add(withMeta(&mcp.Meta{}))
+	add(withMeta(&mcp.Meta{ProgressToken: "p<1>"}))
+	add(withMeta(&mcp.Meta{ProgressToken: int64(3), AdditionalFields: map[string]any{"progressToken": "wins", "a": 1.5}}))
+	add(withMeta(&mcp.Meta{ProgressToken: 2.5, AdditionalFields: map[string]any{"z": nil, "b": true, "<k>": []any{1, "x"}, "é": map[string]any{"n": 1}}}))
+	add(withMeta(mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": mcp.Implementation{Name: "s<&>", Version: "1\n"}})))
+	add(withMeta(mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": mcp.Implementation{Name: "s", Version: "1", Title: "T", WebsiteURL: "https://x"}})))
+	add(withMeta(mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": &mcp.Implementation{Name: "ptr", Version: "1"}})))
+	annotated := mcp.NewTextContent("annotated")
+	annotated.Annotations = &mcp.Annotations{Priority: ptrTo(0.5)}
+	textMeta := mcp.NewTextContent("with meta")
+	textMeta.Meta = &mcp.Meta{AdditionalFields: map[string]any{"k": "v"}}
+	textPtr := mcp.NewTextContent("pointer")
+	add(&mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("a"), annotated, textMeta, &textPtr,
+		mcp.NewImageContent("aGk=", "image/png"), mcp.TextContent{Type: "odd\u2028", Text: "\x00<>&\"\\"}}})
+	add(&mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("e")}, IsError: true})
+	mrtr := mcp.NewToolResultText("more")
+	mrtr.ResultType = mcp.ResultTypeInputRequired
+	mrtr.RequestState = "state <opaque>"
+	mrtr.InputRequests = mcp.InputRequests{"b": mcp.NewRootsInputRequest(), "a": mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: "<why>"})}
+	add(mrtr)
+	raw := mcp.NewToolResultText("raw")
+	raw.RawStructuredContent = json.RawMessage(`{ "b" : "<x>", "a" : [ 1 , 2 ] }`)
+	raw.StructuredContent = map[string]any{"ignored": true}
+	add(raw)
+	add(mcp.NewToolResultStructuredOnly(struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}{1, "<s>"}))
+	modern := mcp.NewToolResultStructured(map[string]any{"x": 1}, "x")
+	modern.ResultType = mcp.ResultTypeComplete
+	modern.Meta = mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": mcp.Implementation{Name: "bench", Version: "1.0.0"}})
+	add(modern)
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 func TestAppendResponseJSONIsJSONMarshal(t *testing.T) {
+	if !knownCallTool {
+		t.Fatal("mcp-go's tools/call result types are not the ones appendCallToolResult knows: update it, and knownCallTool, for them")
+	}
 	for i, m := range responseCases() {
 		want, werr := json.Marshal(m)
 		got, gerr := appendResponseJSON([]byte("prefix"), m)
 		if werr != nil || gerr != nil || !bytes.Equal(got, append([]byte("prefix"), want...)) {
 			t.Errorf("case %d (%T):\n got %s (%v)\nwant prefix%s (%v)", i, m, got, gerr, want, werr)
+		}
+	}
+}
+
+// TestAppendCallToolResultIsMarshalJSON: every tools/call result that
+// encodes is written by appendCallToolResult itself, as MarshalJSON
+// writes it.
+func TestAppendCallToolResultIsMarshalJSON(t *testing.T) {
+	for i, m := range toolResultCases() {
+		r := m.(mcp.JSONRPCResponse).Result.(mcp.CallToolResult)
+		want, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		got, ok := appendCallToolResult([]byte("prefix"), &r)
+		if !ok || !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Errorf("case %d: appendCallToolResult gave %s (%v)\nwant prefix%s", i, got, ok, want)
 		}
 	}
 }
@@ -81,7 +152,8 @@ func TestAppendResponseJSONRefusesWhatMarshalRefuses(t *testing.T) {
 }
 
 // FuzzAppendResponseJSON checks the encoding against json.Marshal for a
-// tools/call result of fuzzed text under a fuzzed string or number id.
+// tools/call result of fuzzed text under a fuzzed string or number id,
+// with a string id also in its _meta as a key and a server's name.
 func FuzzAppendResponseJSON(f *testing.F) {
 	f.Add("hello", "id-1", 7.0, true)
 	f.Add("<\u2028\x00\xff&", "\"", -1e21, false)
@@ -92,7 +164,11 @@ func FuzzAppendResponseJSON(f *testing.F) {
 		} else if nid == math.Trunc(nid) && math.Abs(nid) < 1<<53 {
 			id = int64(nid)
 		}
-		m := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: mcp.NewToolResultText(text)}
+		result := mcp.NewToolResultText(text)
+		if stringID {
+			result.Meta = mcp.NewMetaFromMap(map[string]any{sid: text, "io.modelcontextprotocol/serverInfo": mcp.Implementation{Name: sid, Version: text}})
+		}
+		m := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: result}
 		want, werr := json.Marshal(m)
 		got, gerr := appendResponseJSON(nil, m)
 		if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
