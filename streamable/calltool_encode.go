@@ -1,6 +1,8 @@
 package streamable
 
 import (
+	"encoding"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -83,31 +85,31 @@ func appendCallToolResult(b []byte, r *mcp.CallToolResult) ([]byte, bool) {
 
 // appendMeta appends m as its MarshalJSON encodes it: the progress token
 // and the additional fields (which win a clash) as one object, its keys
-// sorted.
+// sorted. The map is read once, as MarshalJSON's copy reads it.
 func appendMeta(b []byte, m *mcp.Meta) ([]byte, error) {
-	var buf [8]string
-	keys := buf[:0]
+	type member struct {
+		key   string
+		value any
+	}
+	var buf [8]member
+	members := buf[:0]
 	_, clash := m.AdditionalFields["progressToken"]
 	if m.ProgressToken != nil && !clash {
-		keys = append(keys, "progressToken")
+		members = append(members, member{"progressToken", m.ProgressToken})
 	}
-	for k := range m.AdditionalFields {
-		keys = append(keys, k)
+	for k, v := range m.AdditionalFields {
+		members = append(members, member{k, v})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, e := range members {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, e.key)
 		b = append(b, ':')
-		v, ok := m.AdditionalFields[k]
-		if !ok {
-			v = m.ProgressToken
-		}
 		var err error
-		if b, err = appendMetaValue(b, v); err != nil {
+		if b, err = appendMetaValue(b, e.value); err != nil {
 			return nil, err
 		}
 	}
@@ -129,20 +131,40 @@ func appendMetaValue(b []byte, v any) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// knownCallTool reports whether mcp-go's types have the fields, field
-// types and JSON tags appendCallToolResult was written for (mcp-go
-// v1.2.1's): with any other layout (a later mcp-go that added a field), it
-// leaves the encoding to MarshalJSON.
-var knownCallTool = layoutIs[mcp.CallToolResult]("Result mcp.Result ; MultiRoundTripResult mcp.MultiRoundTripResult ; "+
-	`Content []mcp.Content json:"content"; StructuredContent interface {} json:"structuredContent,omitempty"; `+
-	`RawStructuredContent json.RawMessage json:"-"; IsError bool json:"isError,omitempty"; `) &&
+// knownCallTool reports whether mcp-go's types are the ones
+// appendResponseJSON and appendCallToolResult were written for (mcp-go
+// v1.2.1's): the same fields, field types and JSON tags, and no
+// json.Marshaler or encoding.TextMarshaler on the types written by hand
+// besides the MarshalJSON methods they reproduce. With any other (a later
+// mcp-go that added a field or a method), the encoding is json.Marshal's.
+// What the guard cannot see is a MarshalJSON whose body changed (a
+// RequestId's, a Meta's, a CallToolResult's): TestAppendResponseJSONIsJSONMarshal
+// compares the two for the mcp-go this module builds with.
+var knownCallTool = layoutIs[mcp.JSONRPCResponse](`JSONRPC string json:"jsonrpc"; ID mcp.RequestId json:"id"; Result interface {} json:"result"; `) &&
+	layoutIs[mcp.CallToolResult]("Result mcp.Result ; MultiRoundTripResult mcp.MultiRoundTripResult ; "+
+		`Content []mcp.Content json:"content"; StructuredContent interface {} json:"structuredContent,omitempty"; `+
+		`RawStructuredContent json.RawMessage json:"-"; IsError bool json:"isError,omitempty"; `) &&
 	layoutIs[mcp.Result](`Meta *mcp.Meta json:"_meta,omitempty"; ResultType mcp.ResultType json:"resultType,omitempty"; `) &&
 	layoutIs[mcp.MultiRoundTripResult](`InputRequests mcp.InputRequests json:"inputRequests,omitempty"; RequestState string json:"requestState,omitempty"; `) &&
 	layoutIs[mcp.Meta]("ProgressToken mcp.ProgressToken ; AdditionalFields map[string]interface {} ; ") &&
 	layoutIs[mcp.TextContent](`Annotated mcp.Annotated ; Meta *mcp.Meta json:"_meta,omitempty"; Type string json:"type"; Text string json:"text"; `) &&
 	layoutIs[mcp.Annotated](`Annotations *mcp.Annotations json:"annotations,omitempty"; `) &&
 	layoutIs[mcp.Implementation](`Name string json:"name"; Version string json:"version"; Title string json:"title,omitempty"; `+
-		`Description string json:"description,omitempty"; WebsiteURL string json:"websiteUrl,omitempty"; Icons []mcp.Icon json:"icons,omitempty"; `)
+		`Description string json:"description,omitempty"; WebsiteURL string json:"websiteUrl,omitempty"; Icons []mcp.Icon json:"icons,omitempty"; `) &&
+	!marshalsItself[mcp.JSONRPCResponse]() && !marshalsItself[mcp.Result]() && !marshalsItself[mcp.MultiRoundTripResult]() &&
+	!marshalsItself[mcp.TextContent]() && !marshalsItself[mcp.Annotated]() && !marshalsItself[mcp.Implementation]() &&
+	!marshalsItself[mcp.ResultType]()
+
+// marshalsItself reports whether T or *T encodes itself in JSON (a
+// json.Marshaler or an encoding.TextMarshaler).
+func marshalsItself[T any]() bool {
+	for _, t := range []reflect.Type{reflect.TypeFor[T](), reflect.TypeFor[*T]()} {
+		if t.Implements(reflect.TypeFor[json.Marshaler]()) || t.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
+			return true
+		}
+	}
+	return false
+}
 
 // layoutIs reports whether struct type T's fields, in order, are the ones
 // want lists: each as its name, type and tag, then "; ".

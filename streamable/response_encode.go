@@ -8,14 +8,15 @@ import (
 
 // appendResponseJSON appends msg, a message HandleMessage returned,
 // encoded exactly as json.Marshal encodes it. A result (mcp.JSONRPCResponse)
-// is written without reflection over its envelope, and a tools/call result
+// is written without reflection over its envelope (while mcp-go's types
+// are the ones it was written for: knownCallTool), and a tools/call result
 // (mcp.CallToolResult) by appendToolResult, without the second pass over
 // it that encoding/json makes to compact a Marshaler's output. Anything
 // else, and any value that does not encode, goes through json.Marshal,
 // whose bytes or error it returns.
 func appendResponseJSON(b []byte, msg mcp.JSONRPCMessage) ([]byte, error) {
 	r, ok := msg.(mcp.JSONRPCResponse)
-	if !ok {
+	if !ok || !knownCallTool {
 		return appendMarshalled(b, msg)
 	}
 	out := append(b, `{"jsonrpc":`...)
@@ -45,19 +46,14 @@ func appendResult(b []byte, result any) ([]byte, error) {
 	return appendMarshalled(b, result)
 }
 
-// appendToolResult appends r as its MarshalJSON encodes it (json.Marshal's
-// own output: compact, valid, HTML-escaped, so json.Marshal's pass to
-// compact it again would change nothing): by appendCallToolResult, or
-// where that declines by MarshalJSON itself.
+// appendToolResult appends r as json.Marshal encodes it: by
+// appendCallToolResult, or where that declines (a value that does not
+// encode, or an mcp-go it was not written for) by json.Marshal itself.
 func appendToolResult(b []byte, r *mcp.CallToolResult) ([]byte, error) {
 	if out, ok := appendCallToolResult(b, r); ok {
 		return out, nil
 	}
-	raw, err := r.MarshalJSON()
-	if err != nil {
-		return b, err
-	}
-	return append(b, raw...), nil
+	return appendMarshalled(b, r)
 }
 
 // appendMarshalled appends json.Marshal's encoding of v.

@@ -212,3 +212,20 @@ func BenchmarkEncodeResponse(b *testing.B) {
 		}
 	}
 }
+
+// TestKnownCallToolGuard: the guard tells a type that encodes itself, and
+// a layout other than the one written down, from the ones it knows.
+func TestKnownCallToolGuard(t *testing.T) {
+	if !marshalsItself[mcp.Meta]() || !marshalsItself[mcp.RequestId]() || !marshalsItself[mcp.CallToolResult]() {
+		t.Error("a type with MarshalJSON (on its pointer or its value) is not seen to encode itself")
+	}
+	if marshalsItself[mcp.TextContent]() || marshalsItself[mcp.Implementation]() {
+		t.Error("a plain struct is seen to encode itself")
+	}
+	if layoutIs[mcp.Annotated](`Annotations *mcp.Annotations json:"annotations"; `) {
+		t.Error("a tag other than the one written down passes")
+	}
+	if !layoutIs[mcp.Annotated](`Annotations *mcp.Annotations json:"annotations,omitempty"; `) {
+		t.Error("the layout written down does not pass")
+	}
+}
