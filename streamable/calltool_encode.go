@@ -19,7 +19,7 @@ import (
 // requests, _meta values that are not primitives) go through json.Marshal,
 // as MarshalJSON sends them there. It reports false, leaving b as it was,
 // when mcp-go's types are not the ones it was written for (knownCallTool)
-// or a value does not encode: the caller then uses MarshalJSON itself.
+// or a value does not encode: the caller then uses json.Marshal.
 func appendCallToolResult(b []byte, r *mcp.CallToolResult) ([]byte, bool) {
 	if !knownCallTool {
 		return b, false

@@ -10,7 +10,7 @@ import (
 // encoded exactly as json.Marshal encodes it. A result (mcp.JSONRPCResponse)
 // is written without reflection over its envelope (while mcp-go's types
 // are the ones it was written for: knownCallTool), and a tools/call result
-// (mcp.CallToolResult) by appendToolResult, without the second pass over
+// (mcp.CallToolResult) by appendCallToolResult, without the second pass over
 // it that encoding/json makes to compact a Marshaler's output. Anything
 // else, and any value that does not encode, goes through json.Marshal,
 // whose bytes or error it returns.
@@ -33,27 +33,25 @@ func appendResponseJSON(b []byte, msg mcp.JSONRPCMessage) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// appendResult appends a response's result as json.Marshal encodes it.
+// appendResult appends a response's result as json.Marshal encodes it: a
+// tools/call result by appendCallToolResult, anything else, or a result
+// it declines (a value that does not encode, an mcp-go it was not written
+// for), by json.Marshal. The result is not copied to the heap.
 func appendResult(b []byte, result any) ([]byte, error) {
+	var out []byte
+	ok := false
 	switch res := result.(type) {
 	case mcp.CallToolResult:
-		return appendToolResult(b, &res)
+		out, ok = appendCallToolResult(b, &res)
 	case *mcp.CallToolResult:
 		if res != nil {
-			return appendToolResult(b, res)
+			out, ok = appendCallToolResult(b, res)
 		}
 	}
-	return appendMarshalled(b, result)
-}
-
-// appendToolResult appends r as json.Marshal encodes it: by
-// appendCallToolResult, or where that declines (a value that does not
-// encode, or an mcp-go it was not written for) by json.Marshal itself.
-func appendToolResult(b []byte, r *mcp.CallToolResult) ([]byte, error) {
-	if out, ok := appendCallToolResult(b, r); ok {
+	if ok {
 		return out, nil
 	}
-	return appendMarshalled(b, r)
+	return appendMarshalled(b, result)
 }
 
 // appendMarshalled appends json.Marshal's encoding of v.

@@ -229,3 +229,18 @@ func TestKnownCallToolGuard(t *testing.T) {
 		t.Error("the layout written down does not pass")
 	}
 }
+
+// TestAppendResponseJSONAllocatesNothing: a text tools/call answer, its
+// result by pointer (as mcp-go returns it) or by value, is encoded into a
+// buffer that holds it without an allocation: nothing is copied to the
+// heap on the way.
+func TestAppendResponseJSONAllocatesNothing(t *testing.T) {
+	text := mcp.NewToolResultText("hello")
+	for _, result := range []any{text, *text} {
+		msg := mcp.JSONRPCMessage(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(2)), Result: result})
+		buf := make([]byte, 0, 512)
+		if n := testing.AllocsPerRun(100, func() { _, _ = appendResponseJSON(buf, msg) }); n != 0 {
+			t.Errorf("result %T: %v allocations a call", result, n)
+		}
+	}
+}
