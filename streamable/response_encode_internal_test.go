@@ -231,12 +231,16 @@ func TestKnownCallToolGuard(t *testing.T) {
 }
 
 // TestAppendResponseJSONAllocatesNothing: a text tools/call answer, its
-// result by pointer (as mcp-go returns it) or by value, is encoded into a
-// buffer that holds it without an allocation: nothing is copied to the
-// heap on the way.
+// result by pointer (as mcp-go returns it) or by value, and the
+// 2026-07-28 form of it (resultType, the server's identity in _meta), is
+// encoded into a buffer that holds it without an allocation: nothing is
+// copied to the heap on the way.
 func TestAppendResponseJSONAllocatesNothing(t *testing.T) {
 	text := mcp.NewToolResultText("hello")
-	for _, result := range []any{text, *text} {
+	modern := mcp.NewToolResultText("hello") // as mcp-go decorates a 2026-07-28 answer
+	modern.ResultType = mcp.ResultTypeComplete
+	modern.Meta = mcp.NewMetaFromMap(map[string]any{"io.modelcontextprotocol/serverInfo": mcp.Implementation{Name: "bench", Version: "1.0.0"}})
+	for _, result := range []any{text, *text, modern} {
 		msg := mcp.JSONRPCMessage(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(2)), Result: result})
 		buf := make([]byte, 0, 512)
 		if n := testing.AllocsPerRun(100, func() { _, _ = appendResponseJSON(buf, msg) }); n != 0 {
