@@ -59,8 +59,10 @@ func errVerifier(err error) *failure {
 }
 
 // refuse answers f. The request's body is not read: when it may have one,
-// the connection is closed, so that net/http does not read an
-// unauthenticated client's body before or after answering.
+// the connection is closed after the answer, and net/http reads (and
+// drops) what the client still sends of it for refusedBodyLinger at most,
+// so that an unauthenticated client cannot hold the connection, and one
+// still sending its body is not reset under the answer.
 func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	h := w.Header()
 	if f.status == http.StatusUnauthorized || f.status == http.StatusForbidden {
@@ -76,7 +78,7 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	h.Set("Cache-Control", "no-store")
 	if r.ContentLength != 0 {
 		h.Set("Connection", "close")
-		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyLinger))
 	}
 	code := codeInvalidRequest
 	if f.status >= 500 {
@@ -91,6 +93,10 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	w.WriteHeader(f.status)
 	_, _ = w.Write(append(body, '\n'))
 }
+
+// refusedBodyLinger bounds how long net/http may go on reading a refused
+// request's body (256 KiB of it at most) before it closes the connection.
+const refusedBodyLinger = 500 * time.Millisecond
 
 // challengeFor is the WWW-Authenticate value answering f: the Bearer
 // scheme with f's error code, then the configured parameters.

@@ -43,8 +43,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 
 // bodyFailure is the answer to a body that was not read whole. It closes
 // the connection: net/http would otherwise read what is left of a small
-// body (up to 256 KiB) before answering, as long as the client cares to
-// send it.
+// body (up to 256 KiB) for as long as the client cares to send it.
 func (h *Handler) bodyFailure(err error) *failure {
 	var tooLarge *http.MaxBytesError
 	switch {

@@ -192,8 +192,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers f to a request whose body has not been read: if it may
-// have one, the connection is closed (closing), so that net/http does not
-// read what the client is still sending before it answers.
+// have one, the connection is closed (closing), so that net/http reads
+// what the client is still sending for a bounded time only.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	if r.ContentLength != 0 {
 		f.closing()

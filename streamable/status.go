@@ -38,8 +38,9 @@ type failure struct {
 
 // closing marks f to close the connection after it is written, and
 // returns f: an answer given without reading (all of) the request's body.
-// The connection's read deadline is set in the past too, so that net/http
-// does not read what is left of the body before or after answering.
+// net/http reads (and drops) what is left of a small body after the answer
+// is sent, for refusedBodyLinger at most: a client still sending is not
+// reset under its answer, and a trickling one cannot hold the connection.
 func (f *failure) closing() *failure {
 	f.closeConn = true
 	return f
@@ -346,7 +347,13 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	}
 	if f.closeConn {
 		h.Set("Connection", "close")
-		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+		// net/http sends the answer, then reads (and drops) what the
+		// client still sends of a small body (256 KiB at most) before it
+		// closes: for refusedBodyLinger at most, so that no client holds
+		// the connection, but long enough that a client still sending
+		// finishes. Closed with the body unread, the connection is reset,
+		// and a client still writing loses the answer.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyLinger))
 	}
 	id := f.id
 	if len(id) == 0 {
@@ -356,6 +363,10 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	w.WriteHeader(f.status)
 	_, _ = w.Write(append(body, '\n'))
 }
+
+// refusedBodyLinger bounds how long net/http may go on reading a refused
+// request's body after its answer, before it closes the connection.
+const refusedBodyLinger = 500 * time.Millisecond
 
 // rpcError is a JSON-RPC error response.
 type rpcError struct {
