@@ -1,0 +1,49 @@
+// Command ncalls makes exactly -n tools/call requests (JSON answers, echo)
+// against one peer, from -conc clients, and exits. It is for counting
+// tools whose totals do not depend on the machine's speed: run it twice
+// under one, with two values of -n, and the difference of the totals over
+// the difference of -n is a per-call figure, start-up and set-up cancelled
+// out. With valgrind's cachegrind (instructions, and simulated L1
+// instruction-cache misses with --cache-sim=yes) it compares what lifeline
+// and the mcp-go floor execute per call; with strace -c, their system
+// calls.
+//
+//	cd bench && CGO_ENABLED=0 go build -o /tmp/ncalls ./cmd/ncalls
+//	GODEBUG=asyncpreemptoff=1 valgrind --tool=cachegrind --cache-sim=yes \
+//	  --I1=32768,8,64 --D1=32768,8,64 --LL=6291456,12,64 /tmp/ncalls -peer floor -n 2000
+//
+// (Built without cgo and run without asynchronous preemption: valgrind's
+// callgrind does not follow Go's preemption signals, and cachegrind gives
+// steadier totals without them.)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/lifeline-mcp/lifeline/bench"
+)
+
+func main() {
+	peer := flag.String("peer", bench.Lifeline, "the peer: lifeline, mcp-go, go-sdk, floor")
+	n := flag.Int("n", 1000, "how many calls, in all")
+	conc := flag.Int("conc", 16, "sessions, one client each")
+	modern := flag.Bool("modern", false, "speak protocol 2026-07-28 (sessionless) to the peer")
+	flag.Parse()
+	p, err := bench.StartPeer(*peer, bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	// A duration no count of calls reaches: -n ends the run.
+	t, err := bench.MeasureThroughput(p.InEra(*modern), *conc, false, time.Hour, *n)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if t.Errors > 0 {
+		log.Fatalf("%d calls failed, the first: %s", t.Errors, t.FirstEr)
+	}
+	fmt.Printf("NCALLS peer=%s modern=%v conc=%d n=%d\n", *peer, *modern, *conc, *n)
+}
