@@ -3,7 +3,8 @@
 // tools whose totals do not depend on the machine's speed: run it twice
 // under one, with two values of -n, and the difference of the totals over
 // the difference of -n is a per-call figure, start-up and set-up cancelled
-// out. With valgrind's cachegrind (instructions, and simulated L1
+// out. It prints what the run allocated (the whole process's bytes and
+// objects, and its collections), a count of the same kind. With valgrind's cachegrind (instructions, and simulated L1
 // instruction-cache misses with --cache-sim=yes) it compares what lifeline
 // and the mcp-go floor execute per call; with strace -c, their system
 // calls.
@@ -21,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"runtime"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/bench"
@@ -37,13 +39,19 @@ func main() {
 		log.Fatal(err)
 	}
 	defer p.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	// A duration no count of calls reaches: -n ends the run.
 	t, err := bench.MeasureThroughput(p.InEra(*modern), *conc, false, time.Hour, *n)
+	runtime.ReadMemStats(&after)
 	if err != nil {
 		log.Fatal(err)
 	}
 	if t.Errors > 0 {
 		log.Fatalf("%d calls failed, the first: %s", t.Errors, t.FirstEr)
 	}
-	fmt.Printf("NCALLS peer=%s modern=%v conc=%d n=%d\n", *peer, *modern, *conc, *n)
+	// What the run allocated, sessions' set-up included, over -n; the
+	// difference between two -n is a per-call figure.
+	fmt.Printf("NCALLS peer=%s modern=%v conc=%d n=%d alloc_bytes=%d allocs=%d gcs=%d\n", *peer, *modern, *conc, *n,
+		after.TotalAlloc-before.TotalAlloc, after.Mallocs-before.Mallocs, after.NumGC-before.NumGC)
 }
