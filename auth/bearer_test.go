@@ -64,7 +64,8 @@ func TestToolReadsTheVerifiedTokenWithoutSessions(t *testing.T) {
 
 // A request without a token gets 401 and a challenge naming the metadata,
 // with no error code (RFC 6750 section 3.1), and the verifier is not
-// consulted; the body is not read (the connection closes).
+// consulted; the body is not read for the answer (the connection closes
+// after it).
 func TestNoTokenGets401WithTheChallenge(t *testing.T) {
 	ctx := testCtx(t)
 	is := newIssuer()
@@ -87,7 +88,7 @@ func TestNoTokenGets401WithTheChallenge(t *testing.T) {
 			t.Errorf("Authorization %q: message %q does not say what to send", header, r.body.Error.Message)
 		}
 	}
-	// The body was not read: the connection closes.
+	// The body was not read for the answer: the connection closes.
 	req, err := client(url, "").NewRequest(ctx, http.MethodPost, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 // the connection closed, without losing the answer to a client still
 // sending that body: closed with the body unread, the connection would be
 // reset, and Go's HTTP client, its write failing first, drops the 401 it
-// was sent (and with it the challenge that starts its OAuth flow).
+// was sent (and with it the challenge that starts its OAuth flow). So
+// too on a request that asks to close the connection (Connection: close).
 func TestRefusalReachesAClientStillSendingItsBody(t *testing.T) {
 	ctx := testCtx(t)
 	is := newIssuer()
@@ -21,11 +22,12 @@ func TestRefusalReachesAClientStillSendingItsBody(t *testing.T) {
 	const rounds = 60
 	lost := 0
 	var first error
-	for range rounds {
+	for i := range 2 * rounds {
 		req, err := client(url, "").NewRequest(ctx, http.MethodPost, []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Close = i%2 == 1
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			lost++
@@ -40,6 +42,6 @@ func TestRefusalReachesAClientStillSendingItsBody(t *testing.T) {
 		}
 	}
 	if lost > 0 {
-		t.Fatalf("%d of %d 401 answers lost to a client still sending its body; the first: %v", lost, rounds, first)
+		t.Fatalf("%d of %d 401 answers lost to a client still sending its body; the first: %v", lost, 2*rounds, first)
 	}
 }

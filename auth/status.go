@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lifeline-mcp/lifeline/internal/bodydrain"
 )
 
 // JSON-RPC error codes of the answers below (the transport's own).
@@ -58,11 +60,12 @@ func errVerifier(err error) *failure {
 		message: "Service Unavailable: the token could not be verified: " + err.Error()}
 }
 
-// refuse answers f. The request's body is not read: when it may have one,
-// the connection is closed after the answer, and net/http reads (and
-// drops) what the client still sends of it for refusedBodyLinger at most,
-// so that an unauthenticated client cannot hold the connection, and one
-// still sending its body is not reset under the answer.
+// refuse answers f. The request's body is not read for the answer: when it
+// may have one, the connection is closed after the answer, and what the
+// client still sends of the body is read and dropped for bodydrain.Linger
+// at most (bodydrain.DropUnread), so that an unauthenticated client cannot
+// hold the handler, and one still sending its body is not reset under the
+// answer.
 func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	h := w.Header()
 	if f.status == http.StatusUnauthorized || f.status == http.StatusForbidden {
@@ -76,9 +79,9 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	if r.ContentLength != 0 {
+	closing := r.ContentLength != 0
+	if closing {
 		h.Set("Connection", "close")
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyLinger))
 	}
 	code := codeInvalidRequest
 	if f.status >= 500 {
@@ -92,11 +95,10 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 		Error: rpcErrorBody{Code: code, Message: f.message, Data: data}})
 	w.WriteHeader(f.status)
 	_, _ = w.Write(append(body, '\n'))
+	if closing {
+		bodydrain.DropUnread(w, r)
+	}
 }
-
-// refusedBodyLinger bounds how long net/http may go on reading a refused
-// request's body (256 KiB of it at most) before it closes the connection.
-const refusedBodyLinger = 500 * time.Millisecond
 
 // challengeFor is the WWW-Authenticate value answering f: the Bearer
 // scheme with f's error code, then the configured parameters.

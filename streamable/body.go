@@ -114,7 +114,7 @@ func (h *Handler) refuseWithID(w http.ResponseWriter, r *http.Request, f *failur
 	_ = rc.SetReadDeadline(time.Now().Add(idPeekTimeout))
 	body, err := h.readLimited(w, r, h.cfg.MaxBodyBytes)
 	if err != nil || int64(len(body)) > h.cfg.MaxBodyBytes {
-		h.writeFailure(w, f.closing())
+		h.refuse(w, r, f.closing())
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})

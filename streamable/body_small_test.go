@@ -11,8 +11,8 @@ import (
 )
 
 // A trickled body that declares less than net/http's 256 KB discard limit
-// gets its 408 at once: the connection is closed (Connection: close, the
-// expired read deadline kept), so net/http does not read the rest first.
+// gets its 408 at once: the answer goes out before what is left of the
+// body is read (for bodydrain.Linger at most), and the connection closes.
 func TestSmallTrickledBodyGets408(t *testing.T) {
 	r := newBodyRig(t, streamable.Config{BodyReadTimeout: 200 * time.Millisecond})
 	addr := r.ts.Listener.Addr().String()

@@ -7,8 +7,8 @@ import (
 
 // The request watch also bounds POST bodies as they are read, and lets
 // Shutdown interrupt them: a client that trickles a body must hold neither
-// a handler for longer than BodyReadTimeout nor the HTTP server's Shutdown
-// for any of it.
+// a handler for longer than BodyReadTimeout nor the HTTP server's Shutdown,
+// but for the bodydrain.Linger its refusal's answer reads what follows.
 //
 // A read deadline set on the connection for each body, and cleared after
 // it, did that before, and cost a JSON tools/call two deadline changes in
@@ -68,8 +68,8 @@ func (w *requestWatch) beginRead(rw http.ResponseWriter, r *http.Request, timeou
 }
 
 // endRead takes r's body off the list and says whether the watch ended
-// its read. A read deadline the watch set stays, so that nothing reads
-// that connection any longer.
+// its read. A read deadline the watch set stays until the refusal's answer
+// sets its own bound (refuse, bodydrain.DropUnread).
 func (w *requestWatch) endRead(r *http.Request) readEnd {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/heartbeat"
+	"github.com/lifeline-mcp/lifeline/internal/bodydrain"
 	"github.com/lifeline-mcp/lifeline/sessionstore"
 )
 
@@ -191,14 +192,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// refuse answers f to a request whose body has not been read: if it may
-// have one, the connection is closed (closing), so that net/http reads
-// what the client is still sending for a bounded time only.
+// refuse answers f to a request whose body has not been read whole: if it
+// may have one, the connection is closed (closing) after the answer and
+// what the client still sends of the body is read and dropped for
+// bodydrain.Linger at most, so that the close does not reset the
+// connection under the answer.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	if r.ContentLength != 0 {
 		f.closing()
 	}
 	h.writeFailure(w, f)
+	if f.closeConn {
+		bodydrain.DropUnread(w, r)
+	}
 }
 
 // Stats is a snapshot of what a Handler holds.

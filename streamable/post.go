@@ -31,9 +31,9 @@ type postMessage struct {
 // (bench's TestModernCallFitsA16KiBStack holds it). The message goes on
 // by pointer for the same reason. And before anything, the stack the
 // message will need is reserved, while the frames above are few
-// (reserveStack; r is never nil, which the compiler cannot know).
+// (reserveStack).
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
-	reserveStack(r == nil)
+	reserveStack(false)
 	var m postMessage
 	if !h.acceptPost(w, r, &m) {
 		return
@@ -63,7 +63,7 @@ func (h *Handler) acceptPost(w http.ResponseWriter, r *http.Request, m *postMess
 	}
 	body, f := h.readBody(w, r)
 	if f != nil {
-		h.writeFailure(w, f)
+		h.refuse(w, r, f)
 		return false
 	}
 	m.body = body

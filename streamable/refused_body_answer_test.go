@@ -13,15 +13,24 @@ import (
 // read, and the connection closed. The 413 must reach a client still
 // sending that body: a connection closed with the body unread is reset,
 // and Go's HTTP client, its write failing first, reports the reset and
-// drops the answer it was sent.
+// drops the answer it was sent. So too on a request that asks to close
+// the connection itself (Connection: close), whose unread body net/http
+// does not read after the handler.
 func TestRefusedBodyAnswerReachesAClientStillSending(t *testing.T) {
 	const limit = 1024
 	r := newRig(t, streamable.Config{MaxBodyBytes: limit})
 	c := r.session()
 	const rounds = 60
-	for _, size := range []int{4 << 10, 64 << 10, 200 << 10} {
-		t.Run(fmt.Sprintf("%d KiB", size>>10), func(t *testing.T) {
-			body := []byte(paddedPing(t, size))
+	for _, tc := range []struct {
+		size    int
+		closing bool
+	}{{4 << 10, false}, {64 << 10, false}, {200 << 10, false}, {4 << 10, true}, {64 << 10, true}, {200 << 10, true}} {
+		name := fmt.Sprintf("%d KiB", tc.size>>10)
+		if tc.closing {
+			name += ", Connection: close"
+		}
+		t.Run(name, func(t *testing.T) {
+			body := []byte(paddedPing(t, tc.size))
 			lost := 0
 			var first error
 			for range rounds {
@@ -29,6 +38,7 @@ func TestRefusedBodyAnswerReachesAClientStillSending(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				req.Close = tc.closing
 				resp, err := c.Do(req)
 				switch {
 				case err != nil:

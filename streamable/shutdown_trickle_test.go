@@ -13,9 +13,10 @@ import (
 	"github.com/lifeline-mcp/lifeline/streamable"
 )
 
-// Once Shutdown has begun, a POST answered 503 before its body is read
-// closes its connection at once: net/http does not wait for a trickling
-// body first.
+// Once Shutdown has begun, a POST answered 503 before its body is read is
+// answered at once: nothing waits for a trickling body first (what follows
+// the answer is read for bodydrain.Linger at most, then the connection
+// closes).
 func TestShutdownRefusedBodyDoesNotWaitForTrickle(t *testing.T) {
 	r := newRig(t, streamable.Config{BodyReadTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)

@@ -1,25 +1,54 @@
 package streamable
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
+// stackCheckEnv, set to 1, makes TestReserveStackLeavesRoomForAMessage
+// run its check instead of starting a process for it.
+const stackCheckEnv = "LIFELINE_STACK_CHECK"
+
 // After reserveStack, a frame of messageStackHeadroom bytes below the
 // caller fits without the stack being grown, that is, copied elsewhere:
-// the growth happened in reserveStack, where the frames above are few.
-// (Were reserveStack's frame optimised away, a fresh goroutine's stack,
-// 8 KiB or less, would grow at the second frame instead.)
+// the growth happened in reserveStack. The check runs in a child process
+// whose goroutines start with the runtime's fixed 2 KiB stack and whose
+// stacks the collector never shrinks (GODEBUG adaptivestackstart=0 and
+// gcshrinkstackoff=1), so that neither the stacks of earlier tests nor a
+// collection in between decides it. Without the reservation, the second
+// frame grows the stack.
 func TestReserveStackLeavesRoomForAMessage(t *testing.T) {
-	moved := make(chan bool, 1)
-	go func() {
-		reserveStack(false)
-		before := stackAddress()
-		headroomFrame(false)
-		moved <- stackAddress() != before
-	}()
-	if <-moved {
-		t.Fatal("a frame of messageStackHeadroom bytes after reserveStack grew the stack: reserveStack reserved nothing")
+	const bound = 10 * time.Second
+	if os.Getenv(stackCheckEnv) == "1" {
+		moved := make(chan bool, 1)
+		go func() {
+			reserveStack(false)
+			before := stackAddress()
+			headroomFrame(false)
+			moved <- stackAddress() != before
+		}()
+		select {
+		case m := <-moved:
+			if m {
+				t.Fatal("a frame of messageStackHeadroom bytes after reserveStack grew the stack: reserveStack reserved nothing")
+			}
+		case <-time.After(bound):
+			t.Fatal("the check's goroutine did not report")
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReserveStackLeavesRoomForAMessage$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), stackCheckEnv+"=1", "GODEBUG=adaptivestackstart=0,gcshrinkstackoff=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestReserveStackLeavesRoomForAMessage") {
+		t.Fatalf("the check in a child process: %v\n%s", err, out)
 	}
 }
 

@@ -38,9 +38,9 @@ type failure struct {
 
 // closing marks f to close the connection after it is written, and
 // returns f: an answer given without reading (all of) the request's body.
-// net/http reads (and drops) what is left of a small body after the answer
-// is sent, for refusedBodyLinger at most: a client still sending is not
-// reset under its answer, and a trickling one cannot hold the connection.
+// refuse writes it, then reads and drops what is left of the body for a
+// bounded time (bodydrain.DropUnread), so that a client still sending is
+// not reset under its answer and a trickling one cannot hold the handler.
 func (f *failure) closing() *failure {
 	f.closeConn = true
 	return f
@@ -347,13 +347,6 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	}
 	if f.closeConn {
 		h.Set("Connection", "close")
-		// net/http sends the answer, then reads (and drops) what the
-		// client still sends of a small body (256 KiB at most) before it
-		// closes: for refusedBodyLinger at most, so that no client holds
-		// the connection, but long enough that a client still sending
-		// finishes. Closed with the body unread, the connection is reset,
-		// and a client still writing loses the answer.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedBodyLinger))
 	}
 	id := f.id
 	if len(id) == 0 {
@@ -363,10 +356,6 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 	w.WriteHeader(f.status)
 	_, _ = w.Write(append(body, '\n'))
 }
-
-// refusedBodyLinger bounds how long net/http may go on reading a refused
-// request's body after its answer, before it closes the connection.
-const refusedBodyLinger = 500 * time.Millisecond
 
 // rpcError is a JSON-RPC error response.
 type rpcError struct {

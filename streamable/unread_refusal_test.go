@@ -15,9 +15,10 @@ import (
 
 // A POST refused before its body is read for what its headers say (415 for
 // its Content-Type, 406 for its Accept) is answered at once and closes the
-// connection: net/http must not first wait for a trickling body (up to
-// 256 KiB, as slowly as the client cares to send it, with no
-// BodyReadTimeout bound, holding the handler and the server's Shutdown).
+// connection: nothing may first wait for a trickling body (up to 256 KiB,
+// as slowly as the client cares to send it, with no BodyReadTimeout bound,
+// holding the handler and the server's Shutdown); what follows the answer
+// is read for bodydrain.Linger at most.
 func TestHeaderRefusalDoesNotWaitForTrickle(t *testing.T) {
 	r := newRig(t, streamable.Config{BodyReadTimeout: time.Hour})
 	host := strings.TrimPrefix(r.ts.URL, "http://")
