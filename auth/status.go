@@ -93,8 +93,11 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, f *failure) {
 	}
 	body, _ := json.Marshal(rpcError{JSONRPC: "2.0", ID: json.RawMessage("null"),
 		Error: rpcErrorBody{Code: code, Message: f.message, Data: data}})
+	body = append(body, '\n')
+	// Sized, so that the answer is whole when DropUnread sends it.
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(f.status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 	if closing {
 		bodydrain.DropUnread(w, r)
 	}

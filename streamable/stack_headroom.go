@@ -3,12 +3,12 @@ package streamable
 // messageStackHeadroom is the stack reserveStack asks for below servePost.
 // A stack of 8 KiB or less grows to 16 KiB there, where a message served
 // through mcp-go fits (TestModernCallFitsA16KiBStack in bench holds that),
-// when the frames above take more than 1.1 KiB of it on linux/amd64 (the
+// when the frames above take more than 1.2 KiB of it on linux/amd64 (the
 // runtime keeps a guard of 928 bytes below): net/http's and servePost's
-// take about 1.7 KiB. It would grow to 32 KiB only under more than 9.1 KiB of frames
-// (8.3 under the race detector, whose guard is larger, 5.1 on Windows,
-// whose guard is 5 KiB): net/http's and lifeline's take under 2 KiB, and
-// middleware adds its own.
+// take about 1.7 KiB. It would grow to 32 KiB only under more than 9.1 KiB
+// of frames (8.3 under the race detector, whose guard is larger, 5.1 on
+// Windows, whose guard is 5 KiB): net/http's and lifeline's take under
+// 2 KiB, and middleware adds its own.
 const messageStackHeadroom = 6 << 10
 
 // reserveStack, called with false, makes sure the goroutine has

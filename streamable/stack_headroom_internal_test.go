@@ -20,22 +20,27 @@ const stackCheckEnv = "LIFELINE_STACK_CHECK"
 // whose goroutines start with the runtime's fixed 2 KiB stack and whose
 // stacks the collector never shrinks (GODEBUG adaptivestackstart=0 and
 // gcshrinkstackoff=1), so that neither the stacks of earlier tests nor a
-// collection in between decides it. Without the reservation, the second
-// frame grows the stack.
+// collection in between decides it: reserveStack must grow the stack, and
+// the second frame must not.
 func TestReserveStackLeavesRoomForAMessage(t *testing.T) {
 	const bound = 10 * time.Second
 	if os.Getenv(stackCheckEnv) == "1" {
-		moved := make(chan bool, 1)
+		type moves struct{ reserving, after bool }
+		moved := make(chan moves, 1)
 		go func() {
+			start := stackAddress()
 			reserveStack(false)
-			before := stackAddress()
+			reserved := stackAddress()
 			headroomFrame(false)
-			moved <- stackAddress() != before
+			moved <- moves{reserving: reserved != start, after: stackAddress() != reserved}
 		}()
 		select {
 		case m := <-moved:
-			if m {
-				t.Fatal("a frame of messageStackHeadroom bytes after reserveStack grew the stack: reserveStack reserved nothing")
+			if !m.reserving {
+				t.Fatal("reserveStack did not grow a fresh goroutine's 2 KiB stack: it reserved nothing")
+			}
+			if m.after {
+				t.Fatal("a frame of messageStackHeadroom bytes after reserveStack grew the stack: reserveStack reserved too little")
 			}
 		case <-time.After(bound):
 			t.Fatal("the check's goroutine did not report")

@@ -353,8 +353,12 @@ func writeFailure(w http.ResponseWriter, f *failure) {
 		id = json.RawMessage("null")
 	}
 	body, _ := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: f.code, Message: f.message, Data: f.data}})
+	body = append(body, '\n')
+	// Sized, so that an answer sent before the handler returns
+	// (bodydrain.DropUnread) is whole when it is sent.
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(f.status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // rpcError is a JSON-RPC error response.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -45,7 +46,12 @@ func TestHeaderRefusalDoesNotWaitForTrickle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no answer to a POST refused before its body is read while its body trickles: %v", err)
 			}
+			// Whole, though what follows it is read for a while first.
+			body, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if err != nil || !json.Valid(body) {
+				t.Fatalf("the answer's body %q (%v) is not whole", body, err)
+			}
 			if resp.StatusCode != tc.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
 			}

@@ -1,14 +1,15 @@
-// Package bodydrain ends an HTTP answer given without reading the
+// Package bodydrain ends an HTTP/1.x answer given without reading the
 // request's whole body, on a connection that closes after it, without
 // the answer being lost.
 //
 // Closed with unread bytes in its receive buffer, a TCP connection is
 // reset rather than closed; a client still writing its body sees its write
 // fail, and Go's HTTP client, among others, then reports that failure and
-// drops the answer it had been sent. net/http reads up to 256 KiB of an
-// unread body after the handler returns, but only on a connection it
-// keeps open, not on one the client asked to close, and not under a
-// deadline of its own.
+// drops the answer it had been sent. After the handler, net/http reads up
+// to 256 KiB of what is left of a body itself, but with no bound in time
+// unless the server has a ReadTimeout, and not at all when the request
+// asked to close the connection (Connection: close, or HTTP/1.0) or
+// declared more than 256 KiB still to come.
 package bodydrain
 
 import (
@@ -24,24 +25,38 @@ const Linger = 500 * time.Millisecond
 // bound for what it reads of an unread body.
 const MaxBytes = 256 << 10
 
-// DropUnread sends what w holds of the answer, then reads and drops what
-// the client still sends of r's body, MaxBytes and Linger at most, so that
-// a client that sends its body promptly finishes and reads the answer
-// before the connection closes, and one that trickles, or does not read
-// the answer, holds the handler for Linger at most. A client that asked to wait for 100-continue is not
-// read: the answer told it not to send its body.
+// DropUnread ends an answer marked Connection: close that w holds whole,
+// with a Content-Length: it sends the answer, then reads and drops what
+// the client still sends of r's body, MaxBytes and Linger at most. A
+// client that sends a body of up to MaxBytes promptly finishes sending it
+// and reads the answer before the connection closes; one that trickles,
+// or does not read the answer, holds the handler for Linger at most, and
+// the connection for Linger at most after it (net/http's own read of the
+// rest runs under the same deadline).
 //
-// Call it last, after an answer marked Connection: close.
+// It reads nothing when the connection's read deadline cannot be set (a
+// writer that does not pass deadlines through), when the client asked to
+// wait for 100-continue (the answer told it not to send its body; the
+// read deadline is set to now, so that net/http does not wait for it
+// either), and on HTTP/2, whose streams end without resetting the
+// connection.
 func DropUnread(w http.ResponseWriter, r *http.Request) {
-	if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Expect") != "" {
+	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}
 	rc := http.NewResponseController(w)
-	due := time.Now().Add(Linger)
+	now := time.Now()
+	if r.Header.Get("Expect") != "" {
+		_ = rc.SetReadDeadline(now)
+		return
+	}
+	due := now.Add(Linger)
+	if rc.SetReadDeadline(due) != nil {
+		return
+	}
 	_ = rc.SetWriteDeadline(due)
 	if rc.Flush() != nil {
 		return
 	}
-	_ = rc.SetReadDeadline(due)
 	_, _ = io.CopyN(io.Discard, r.Body, MaxBytes)
 }
