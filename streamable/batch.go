@@ -3,7 +3,6 @@ package streamable
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -71,14 +70,13 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, body []byte
 			h.writeFailure(w, errUnsupportedVersion(batchVersion, h.served.session))
 			return
 		}
-		sess = newSession(h, "stateless-"+rand.Text())
-		sess.stateless = true
+		sess = newEphemeralSession(h, "stateless-", false)
 		sess.Initialize()
 		if f := h.addSession(sess); f != nil {
 			h.writeFailure(w, f)
 			return
 		}
-		defer sess.terminate(context.Background(), errRequestDone)
+		defer sess.endEphemeral()
 	} else {
 		var f *failure
 		if sess, f = h.session(r, true); f != nil {

@@ -49,8 +49,8 @@ func (w *requestWatch) beginRead(rw http.ResponseWriter, r *http.Request, timeou
 		read.due = time.Now().Add(timeout)
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.readsClosed {
+		w.mu.Unlock()
 		return false
 	}
 	if w.reads == nil {
@@ -64,6 +64,7 @@ func (w *requestWatch) beginRead(rw http.ResponseWriter, r *http.Request, timeou
 		w.timedReads++
 		w.startLocked()
 	}
+	w.mu.Unlock()
 	return true
 }
 
@@ -72,12 +73,12 @@ func (w *requestWatch) beginRead(rw http.ResponseWriter, r *http.Request, timeou
 // sets its own bound (refuse, bodydrain.DropUnread).
 func (w *requestWatch) endRead(r *http.Request) readEnd {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	read := w.reads[r]
 	delete(w.reads, r)
 	if !read.due.IsZero() {
 		w.timedReads--
 	}
+	w.mu.Unlock()
 	switch {
 	case read.interrupted:
 		return readInterrupted

@@ -325,7 +325,9 @@ func (h *Handler) deliverBroadcast(n mcp.JSONRPCNotification) {
 func (h *Handler) deliverHere(n mcp.JSONRPCNotification) {
 	h.listens.offer(n)
 	for _, s := range h.snapshot() {
-		if !s.modern && s.active() && s.Initialized() {
+		// An ephemeral session (stateless, 2026-07-28) has no GET stream
+		// to carry a broadcast: mcp-go, never handed it, would skip it too.
+		if !s.stateless && s.active() && s.Initialized() {
 			h.enqueueBroadcast(s, n)
 		}
 	}

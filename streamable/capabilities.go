@@ -94,8 +94,9 @@ func (c *capabilitySlot) set(required mcp.ClientCapabilities) {
 
 func (c *capabilitySlot) get() *mcp.ClientCapabilities {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.required
+	r := c.required
+	c.mu.Unlock()
+	return r
 }
 
 // missingCapabilityData is the data of a -32021 error.

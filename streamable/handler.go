@@ -308,9 +308,9 @@ func (h *Handler) addSession(s *session) *failure {
 
 func (h *Handler) removeSession(id string) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, ok := h.sessions[id]
 	if !ok {
+		h.mu.Unlock()
 		return
 	}
 	delete(h.sessions, id)
@@ -325,6 +325,7 @@ func (h *Handler) removeSession(id string) {
 			h.modernRequests--
 		}
 	}
+	h.mu.Unlock()
 }
 
 func (h *Handler) snapshot() []*session {

@@ -106,7 +106,9 @@ func (s *session) makeQueuesLocked() (*sessionQueues, bool) {
 	s.held = nil
 	s.moveSmallLocked(q)
 	s.q.Store(q)
-	close(s.qMade)
+	if s.qMade != nil { // nil for an ephemeral session: no pump waits
+		close(s.qMade)
+	}
 	return q, true
 }
 

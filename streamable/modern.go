@@ -3,7 +3,6 @@ package streamable
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -87,7 +86,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, m *postMes
 	if feed != nil {
 		defer h.listens.close(feed)
 	}
-	defer sess.terminate(context.Background(), errRequestDone)
+	defer sess.endEphemeral()
 	switch {
 	case len(m.env.ID) == 0:
 		h.acceptNotification(w, r, sess, m.body)
@@ -125,8 +124,7 @@ func (h *Handler) admitModern(w http.ResponseWriter, r *http.Request, m *postMes
 		h.writeFailure(w, f.forRequest(id))
 		return nil, nil
 	}
-	sess := newSession(h, "modern-"+rand.Text())
-	sess.stateless, sess.modern = true, true
+	sess := newEphemeralSession(h, "modern-", true)
 	var feed *listenFeed
 	if env.Method == methodListen && len(env.ID) > 0 {
 		if !streams(w) {

@@ -68,16 +68,16 @@ type session struct {
 
 	mu      sync.Mutex // guards the fields below
 	get     *getStream
-	carry   []carried // messages a failed stream took but could not write
-	posts   map[*sseStream]struct{}
-	work    int           // running POST requests
-	resumes int           // open resumed POST streams (resume_post.go)
-	linger  lingering     // an ended stream's topic still read (cluster_linger.go)
-	letGo   int           // running requests whose response was let go of (post_resume.go)
-	behind  int           // of work, requests that answered and whose record behind the write is pending (post_behind.go)
-	running *postStream   // the running requests, linked by prevWork/nextWork
-	idle    chan struct{} // closed when work drops to zero while terminating
-	ended   chan struct{} // closed when the session is terminated
+	carry   []carried               // messages a failed stream took but could not write
+	posts   map[*sseStream]struct{} // made on first use (addPostStream)
+	work    int                     // running POST requests
+	resumes int                     // open resumed POST streams (resume_post.go)
+	linger  lingering               // an ended stream's topic still read (cluster_linger.go)
+	letGo   int                     // running requests whose response was let go of (post_resume.go)
+	behind  int                     // of work, requests that answered and whose record behind the write is pending (post_behind.go)
+	running *postStream             // the running requests, linked by prevWork/nextWork
+	idle    chan struct{}           // closed when work drops to zero while terminating
+	ended   chan struct{}           // closed when the session is terminated
 
 	// While terminating: the running requests were cancelled and their
 	// writers squeezed (cancelRunning), or their writers closed
@@ -123,15 +123,21 @@ type session struct {
 }
 
 func newSession(h *Handler, id string) *session {
+	s := bareSession(h, id)
+	s.qMade = make(chan struct{})
+	return s
+}
+
+// bareSession is a session without what only one that may have a GET
+// stream uses (qMade, which a pump started by a stream's end waits on).
+func bareSession(h *Handler, id string) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &session{
 		h:      h,
 		id:     id,
 		ctx:    ctx,
 		cancel: cancel,
-		posts:  make(map[*sseStream]struct{}),
 		ended:  make(chan struct{}),
-		qMade:  make(chan struct{}),
 		calls:  newCallTable(h.callBase),
 	}
 }
@@ -275,7 +281,6 @@ func (s *session) addWork(p *postStream) (started, full bool) {
 
 func (s *session) endWork(p *postStream) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if p.prevWork != nil {
 		p.prevWork.nextWork = p.nextWork
 	} else {
@@ -290,6 +295,7 @@ func (s *session) endWork(p *postStream) {
 		close(s.idle)
 		s.idle = nil
 	}
+	s.mu.Unlock()
 }
 
 // addPostStream tracks a POST request's response writer, which
@@ -297,6 +303,9 @@ func (s *session) endWork(p *postStream) {
 // that has begun gets it at once.
 func (s *session) addPostStream(st *sseStream) {
 	s.mu.Lock()
+	if s.posts == nil {
+		s.posts = make(map[*sseStream]struct{})
+	}
 	s.posts[st] = struct{}{}
 	cancelled, interrupted := s.cancelled, s.interrupted
 	s.mu.Unlock()

@@ -30,7 +30,12 @@ type mcpState struct {
 func (s *mcpState) Initialize() { s.mu.Lock(); s.initialized = true; s.mu.Unlock() }
 
 // Initialized implements server.ClientSession.
-func (s *mcpState) Initialized() bool { s.mu.RLock(); defer s.mu.RUnlock(); return s.initialized }
+func (s *mcpState) Initialized() bool {
+	s.mu.RLock()
+	ok := s.initialized
+	s.mu.RUnlock()
+	return ok
+}
 
 // SetLogLevel implements server.SessionWithLogging.
 func (s *mcpState) SetLogLevel(l mcp.LoggingLevel) { s.mu.Lock(); s.logLevel = l; s.mu.Unlock() }
@@ -83,8 +88,9 @@ func (s *mcpState) SetProtocolVersion(v string) { s.mu.Lock(); s.protocolVersion
 // GetSessionTools implements server.SessionWithTools.
 func (s *mcpState) GetSessionTools() map[string]server.ServerTool {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return maps.Clone(s.tools)
+	t := maps.Clone(s.tools)
+	s.mu.RUnlock()
+	return t
 }
 
 // SetSessionTools implements server.SessionWithTools.

@@ -1,8 +1,6 @@
 package streamable
 
 import (
-	"context"
-	"crypto/rand"
 	"errors"
 	"net/http"
 )
@@ -27,14 +25,13 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, env env
 		h.writeFailure(w, errUnknownResponseID(env.ID))
 		return
 	}
-	sess := newSession(h, "stateless-"+rand.Text())
-	sess.stateless = true
+	sess := newEphemeralSession(h, "stateless-", false)
 	sess.Initialize()
 	if f := h.addSession(sess); f != nil {
 		h.writeFailure(w, f.forRequest(env.ID))
 		return
 	}
-	defer sess.terminate(context.Background(), errRequestDone)
+	defer sess.endEphemeral()
 	if len(env.ID) == 0 {
 		h.acceptNotification(w, r, sess, body)
 		return

@@ -71,6 +71,6 @@ func TestStatelessAnswerNotHeldByShutdown(t *testing.T) {
 		t.Fatalf("quick: %d %s", q.resp.Status, q.resp.Body)
 	}
 	if d := q.at.Sub(released); d > time.Second {
-		t.Fatalf("a stateless answer that existed during Shutdown reached its client %v after it was made (held by the handler's deferred terminate)", d)
+		t.Fatalf("a stateless answer that existed during Shutdown reached its client %v after it was made (held by the handler's deferred end of its session)", d)
 	}
 }

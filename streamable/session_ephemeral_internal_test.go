@@ -1,0 +1,162 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func newEphemeralRig(t *testing.T) *Handler {
+	t.Helper()
+	h := New(server.NewMCPServer("ephemeral", "1"), Config{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), HeartbeatInterval: Disabled,
+		CleanupTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// ended fails t unless s has ended the way terminate ends it: out of the
+// handler, its context cancelled with errRequestDone, ended closed and
+// its state terminated.
+func requireEnded(t *testing.T, h *Handler, s *session) {
+	t.Helper()
+	if h.lookup(s.id) != nil {
+		t.Error("the ended session is still in the handler")
+	}
+	if st := h.Stats(); st.Sessions != 0 {
+		t.Errorf("Stats after the end: %+v, want no sessions", st)
+	}
+	if cause := context.Cause(s.ctx); !errors.Is(cause, errRequestDone) {
+		t.Errorf("the session's context ended with %v, want %v", cause, errRequestDone)
+	}
+	select {
+	case <-s.ended:
+	default:
+		t.Error("ended is not closed")
+	}
+	if got := s.state.Load(); got != stateTerminated {
+		t.Errorf("state %d, want terminated (%d)", got, stateTerminated)
+	}
+}
+
+// A 2026-07-28 request's session that nothing holds when its request
+// returns ends at once, as terminate ends it; its place among the
+// 2026-07-28 requests (MaxSessions) is given back.
+func TestEndEphemeralEndsAQuietSession(t *testing.T) {
+	h := newEphemeralRig(t)
+	s := newEphemeralSession(h, "modern-", true)
+	if f := h.addSession(s); f != nil {
+		t.Fatal(f)
+	}
+	s.endEphemeral()
+	requireEnded(t, h, s)
+	s.mu.Lock()
+	cancelled := s.cancelled
+	s.mu.Unlock()
+	if cancelled {
+		t.Error("the quiet session went terminate's whole way (cancelRunning ran)")
+	}
+	h.mu.Lock()
+	modern, requests := h.modernSessions, h.modernRequests
+	h.mu.Unlock()
+	if modern != 0 || requests != 0 {
+		t.Errorf("after the end: %d 2026-07-28 sessions, %d requests counted; want 0 and 0", modern, requests)
+	}
+}
+
+// A session something still holds (here a request still counted as
+// running) goes the whole way, terminate's: the running request is
+// cancelled and waited for, and the session ends once it is done.
+func TestEndEphemeralWaitsForWhatHoldsTheSession(t *testing.T) {
+	h := newEphemeralRig(t)
+	s := newEphemeralSession(h, "stateless-", false)
+	if f := h.addSession(s); f != nil {
+		t.Fatal(f)
+	}
+	reqCtx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) }) // a failed test leaves no goroutine behind
+	p := &postStream{cancel: cancel}
+	if started, _ := s.addWork(p); !started {
+		t.Fatal("addWork refused on an active session")
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		<-reqCtx.Done() // the whole path cancels the running request
+		s.endWork(p)
+	}()
+	s.endEphemeral()
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running request was never cancelled")
+	}
+	requireEnded(t, h, s)
+}
+
+// A session Shutdown (or any termination) has already begun to end is
+// left to it: endEphemeral neither ends it a second time nor waits (for
+// CleanupTimeout, 5 s here: the bound below is well short of it).
+func TestEndEphemeralLeavesATerminationUnderWay(t *testing.T) {
+	h := newEphemeralRig(t)
+	s := newEphemeralSession(h, "modern-", true)
+	if f := h.addSession(s); f != nil {
+		t.Fatal(f)
+	}
+	s.life.Lock()
+	started, _ := s.beginTerminate(errShutdown, true)
+	s.life.Unlock()
+	if !started {
+		t.Fatal("beginTerminate did not start on an active session")
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		s.endEphemeral()
+	}()
+	select {
+	case <-returned:
+	case <-time.After(2 * time.Second):
+		t.Fatal("endEphemeral waited on a termination under way")
+	}
+	select {
+	case <-s.ended:
+		t.Fatal("endEphemeral ended a session another termination owns")
+	default:
+	}
+	s.life.Lock()
+	s.finishTerminate(context.Background(), errShutdown)
+	s.life.Unlock()
+	select {
+	case <-s.ended:
+	default:
+		t.Fatal("the termination under way did not end the session")
+	}
+}
+
+// A broadcast delivered here (deliverHere) skips ephemeral sessions: a
+// stateless request's session has no GET stream to carry it, and holding
+// it would only make queues (and, with replicas, a pump) for nothing.
+func TestBroadcastHereSkipsEphemeralSessions(t *testing.T) {
+	h := newEphemeralRig(t)
+	s := newEphemeralSession(h, "stateless-", false)
+	s.Initialize()
+	if f := h.addSession(s); f != nil {
+		t.Fatal(f)
+	}
+	defer s.endEphemeral()
+	h.deliverHere(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: "notifications/tools/list_changed"}})
+	s.mu.Lock()
+	held := s.queuedInQueues()
+	s.mu.Unlock()
+	if held != 0 || s.q.Load() != nil {
+		t.Errorf("the stateless request's session holds %d broadcast(s) (queues made: %v)", held, s.q.Load() != nil)
+	}
+}
