@@ -33,7 +33,8 @@ func parseEnvelope(body []byte) (envelope, *failure) {
 	if trimmed[0] == '[' {
 		return env, errInvalidMessage("a JSON-RPC message is a JSON object, not an array (batches do not nest)")
 	}
-	if !validJSON(trimmed) {
+	var top topMembers
+	if !validJSON(trimmed, &top) {
 		// Decoded again only to say what is wrong.
 		var v any
 		err := json.Unmarshal(trimmed, &v)
@@ -45,7 +46,13 @@ func parseEnvelope(body []byte) (envelope, *failure) {
 	if trimmed[0] != '{' {
 		return env, errInvalidMessage("a JSON-RPC message is a JSON object")
 	}
-	if f := env.read(trimmed); f != nil {
+	var f *failure
+	if top.over {
+		f = env.read(trimmed)
+	} else {
+		f = env.readMembers(trimmed, &top)
+	}
+	if f != nil {
 		return env, f
 	}
 	if env.JSONRPC != mcp.JSONRPC_VERSION {
@@ -74,6 +81,17 @@ func (env *envelope) read(obj []byte) *failure {
 		return f == nil
 	})
 	return f
+}
+
+// readMembers fills env from obj, a valid JSON object whose members
+// validJSON recorded in top.
+func (env *envelope) readMembers(obj []byte, top *topMembers) *failure {
+	for _, m := range top.m[:top.n] {
+		if f := env.set(obj[m.key:m.keyEnd], obj[m.value:m.valueEnd]); f != nil {
+			return f
+		}
+	}
+	return nil
 }
 
 // eachMember calls fn with the key (a JSON string, quoted) and the value of

@@ -37,6 +37,8 @@ var envelopeSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":1}`,
 	`{"jsonrpc":2,"id":1,"method":"x"}`,
 	`[1]`, `null`, `"x"`, `12`, `{"a":1`, `{"a":1}}`, `hello`, ``,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"jsonrpc":"2.0","method":"ping","id":9}`,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"jsonrpc":"2.0","method":"ping"}`,
 }
 
 // FuzzParseEnvelope checks parseEnvelope against encoding/json: on every
@@ -50,6 +52,7 @@ func FuzzParseEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		env, fail := parseEnvelope(body)
 		trimmed := bytes.TrimSpace(body)
+		checkRecordedMembersRead(t, trimmed)
 		if !json.Valid(trimmed) {
 			if fail == nil {
 				t.Fatalf("%q: invalid JSON accepted", body)
@@ -75,6 +78,11 @@ func FuzzParseEnvelope(f *testing.F) {
 			!rawEqual(got.Result, want.Result) || !rawEqual(got.Error, want.Error) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", body, got, want)
 		}
+		// parseEnvelope reads the members validJSON recorded: the walk's.
+		if fail == nil && (env.JSONRPC != got.JSONRPC || env.Method != got.Method ||
+			!rawEqual(env.Params, got.Params) || !rawEqual(env.Result, got.Result) || !rawEqual(env.Error, got.Error)) {
+			t.Fatalf("%q:\nparseEnvelope %+v\n    the walk %+v", body, env, got)
+		}
 		if fail == nil && (env.JSONRPC != "2.0" || (env.Method == "" && len(env.ID) == 0)) {
 			t.Fatalf("%q: accepted an envelope that is not a message: %+v", body, env)
 		}
@@ -82,3 +90,40 @@ func FuzzParseEnvelope(f *testing.F) {
 }
 
 func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// checkRecordedMembersRead checks that reading a valid object's members
+// from what validJSON recorded (readMembers, parseEnvelope's way) gives
+// what the walk gives (read): the same fields, the same failure.
+func checkRecordedMembersRead(t *testing.T, obj []byte) {
+	t.Helper()
+	var top topMembers
+	if !validJSON(obj, &top) || obj[0] != '{' || top.over {
+		return
+	}
+	var fromSpans, walked envelope
+	f1, f2 := fromSpans.readMembers(obj, &top), walked.read(obj)
+	if (f1 == nil) != (f2 == nil) || fromSpans.JSONRPC != walked.JSONRPC || fromSpans.Method != walked.Method ||
+		!rawEqual(fromSpans.ID, walked.ID) || !rawEqual(fromSpans.Params, walked.Params) ||
+		!rawEqual(fromSpans.Result, walked.Result) || !rawEqual(fromSpans.Error, walked.Error) {
+		t.Fatalf("%q:\nfrom the recorded members %+v (failure %v)\n            the walk %+v (failure %v)",
+			obj, fromSpans, f1 != nil, walked, f2 != nil)
+	}
+}
+
+// A message with more members than validJSON records (routed members
+// after the eighth) is read by the walk, and served.
+func TestParseEnvelopeReadsPastTheRecordedMembers(t *testing.T) {
+	body := []byte(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"jsonrpc":"2.0","method":"ping","id":9}`)
+	env, f := parseEnvelope(body)
+	if f != nil {
+		t.Fatalf("refused: %s", f.message)
+	}
+	if env.Method != "ping" || string(env.ID) != "9" || env.JSONRPC != "2.0" {
+		t.Fatalf("read %+v", env)
+	}
+	for _, s := range envelopeSeeds {
+		if b := bytes.TrimSpace([]byte(s)); len(b) > 0 {
+			checkRecordedMembersRead(t, b)
+		}
+	}
+}

@@ -8,11 +8,16 @@ const maxJSONDepth = 10000
 // (containers nested at most maxJSONDepth deep; in a string, any byte from
 // 0x20 up, invalid UTF-8 included), but reads each byte once with no state
 // machine behind a function pointer, several times faster: every POSTed
-// message is validated before the MCPServer reads it.
-func validJSON(b []byte) bool {
+// message is validated before the MCPServer reads it. When top is not nil
+// (and zero), b is valid and its top level is an object, top holds that
+// object's members as this scan found them, up to maxTopMembers (more set
+// top.over), so that reading them takes no second walk; when b is not
+// valid, what top holds means nothing.
+func validJSON(b []byte, top *topMembers) bool {
 	var small [64]byte
 	open := small[:0] // the containers open, innermost last: '{' or '['
 	i := skipSpace(b, 0)
+	rec := top != nil && i < len(b) && b[i] == '{' // the top level's members are recorded
 	for {
 		// A value begins at i.
 		if i >= len(b) {
@@ -31,8 +36,13 @@ func validJSON(b []byte) bool {
 			}
 			open = append(open, kind)
 			if kind == '{' {
-				if i = objectKey(b, i); i < 0 {
+				key := i
+				var keyEnd int
+				if keyEnd, i = objectKey(b, i); i < 0 {
 					return false
+				}
+				if rec && len(open) == 1 {
+					top.add(key, keyEnd, i)
 				}
 			}
 			continue
@@ -53,6 +63,9 @@ func validJSON(b []byte) bool {
 		// A value ended at i: close the containers it ends, then expect
 		// the next member or element.
 		for {
+			if rec && len(open) == 1 {
+				top.end(i) // a member's value of the top level
+			}
 			i = skipSpace(b, i)
 			if len(open) == 0 {
 				return i == len(b)
@@ -71,8 +84,13 @@ func validJSON(b []byte) bool {
 			}
 			i = skipSpace(b, i+1)
 			if kind == '{' {
-				if i = objectKey(b, i); i < 0 {
+				key := i
+				var keyEnd int
+				if keyEnd, i = objectKey(b, i); i < 0 {
 					return false
+				}
+				if rec && len(open) == 1 {
+					top.add(key, keyEnd, i)
 				}
 			}
 			break
@@ -81,20 +99,53 @@ func validJSON(b []byte) bool {
 }
 
 // objectKey reads a member's key and its colon starting at i, and returns
-// the index of the value that follows (whitespace skipped), or -1 when
-// they are not there.
-func objectKey(b []byte, i int) int {
+// the index just past the key and the index of the value that follows
+// (whitespace skipped); value is -1 (and keyEnd 0) when the key or the
+// colon is not there.
+func objectKey(b []byte, i int) (keyEnd, value int) {
 	if i >= len(b) || b[i] != '"' {
-		return -1
+		return 0, -1
 	}
-	if i = stringEnd(b, i); i < 0 {
-		return -1
+	if keyEnd = stringEnd(b, i); keyEnd < 0 {
+		return 0, -1
 	}
-	i = skipSpace(b, i)
+	i = skipSpace(b, keyEnd)
 	if i >= len(b) || b[i] != ':' {
-		return -1
+		return 0, -1
 	}
-	return skipSpace(b, i+1)
+	return keyEnd, skipSpace(b, i+1)
+}
+
+// maxTopMembers is how many members of a message's top level validJSON
+// records; a message with more (a JSON-RPC message has at most four of
+// its own) has its members walked again instead.
+const maxTopMembers = 8
+
+// topMembers are the members of a JSON object's top level, in order, as
+// validJSON found them: where each key (quoted) and value begin and end.
+// over says the object has more than maxTopMembers, and they are not all
+// here.
+type topMembers struct {
+	n    int
+	over bool
+	m    [maxTopMembers]struct{ key, keyEnd, value, valueEnd int }
+}
+
+// add records a member whose value begins at value.
+func (t *topMembers) add(key, keyEnd, value int) {
+	if t.n == maxTopMembers {
+		t.over = true
+		return
+	}
+	t.m[t.n].key, t.m[t.n].keyEnd, t.m[t.n].value = key, keyEnd, value
+	t.n++
+}
+
+// end records where the value of the member added last ends.
+func (t *topMembers) end(i int) {
+	if !t.over {
+		t.m[t.n-1].valueEnd = i
+	}
 }
 
 // stringEnd returns the index just past the JSON string that starts at i

@@ -1,7 +1,9 @@
 package streamable
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,6 +16,8 @@ var validJSONSeeds = []string{
 	`[1 2]`, `{"a":1 "b":2}`, `{"a":[1,{"b":[]}],"c":{}}`, `[}`, `{]`, `{"a":1]`, `[[]]]`,
 	`{"a":1}}`, `{"a":1} x`, " \t\r\n{}\n", "\v{}", `{1:2}`, `[true,false,null,"x",-1.5e3]`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+	`{"a":{},"b":[],"c":"x","d":-1.5,"e":true,"f":null,"g":[{}],"h":{"i":[1]}}`,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}`, ` { "a" : [ 1 , 2 ] , "b" : { } } `,
 }
 
 // FuzzValidJSON checks validJSON against encoding/json's Valid: they
@@ -26,10 +30,55 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
+		if got, want := validJSON(b, nil), json.Valid(b); got != want {
 			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", b, got, want)
 		}
+		checkTopMembers(t, b)
 	})
+}
+
+// checkTopMembers checks what validJSON records of a valid object's
+// members against eachMember's walk of it: the same keys and values, in
+// order, unless there are more than it records (over).
+func checkTopMembers(t *testing.T, b []byte) {
+	t.Helper()
+	var top topMembers
+	valid := validJSON(b, &top)
+	trimmed := bytes.TrimSpace(b)
+	if !valid || trimmed[0] != '{' {
+		if valid && top.n != 0 {
+			t.Fatalf("%q is not an object, yet %d members were recorded", b, top.n)
+		}
+		return
+	}
+	var want [][2]string
+	eachMember(trimmed, func(key, value []byte) bool {
+		want = append(want, [2]string{string(key), string(value)})
+		return true
+	})
+	if top.over != (len(want) > maxTopMembers) {
+		t.Fatalf("%q: %d members, over = %v", b, len(want), top.over)
+	}
+	if top.over {
+		return
+	}
+	// The spans index into b as given, whitespace around it included:
+	// parseEnvelope hands validJSON the trimmed body.
+	got := make([][2]string, 0, top.n)
+	for _, m := range top.m[:top.n] {
+		got = append(got, [2]string{string(b[m.key:m.keyEnd]), string(b[m.value:m.valueEnd])})
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%q: recorded members %q, the walk finds %q", b, got, want)
+	}
+}
+
+// TestTopMembersAreTheWalks checks the recorded members on the seeds,
+// whatever the fuzzing engine does.
+func TestTopMembersAreTheWalks(t *testing.T) {
+	for _, s := range append(validJSONSeeds, envelopeSeeds...) {
+		checkTopMembers(t, []byte(s))
+	}
 }
 
 // TestValidJSONDepthIsEncodingJSONs checks the nesting bound at its edge,
@@ -46,12 +95,12 @@ func TestValidJSONDepthIsEncodingJSONs(t *testing.T) {
 	} {
 		for _, depth := range []int{1, 63, 64, 65, maxJSONDepth - 1, maxJSONDepth, maxJSONDepth + 1} {
 			b := nest(depth, c.open, c.inner, c.close)
-			if got, want := validJSON(b), json.Valid(b); got != want {
+			if got, want := validJSON(b, nil), json.Valid(b); got != want {
 				t.Errorf("%s nested %d deep: validJSON = %v, encoding/json says %v", c.name, depth, got, want)
 			}
 		}
 	}
-	if validJSON(nest(maxJSONDepth+1, "[", "[]", "]")) {
+	if validJSON(nest(maxJSONDepth+1, "[", "[]", "]"), nil) {
 		t.Errorf("arrays nested %d deep accepted", maxJSONDepth+1)
 	}
 }
@@ -62,7 +111,7 @@ func BenchmarkValidJSON(b *testing.B) {
 	body := []byte(validJSONSeeds[len(validJSONSeeds)-1])
 	b.Run("validJSON", func(b *testing.B) {
 		for b.Loop() {
-			validJSON(body)
+			validJSON(body, nil)
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {
