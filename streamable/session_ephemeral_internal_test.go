@@ -21,7 +21,18 @@ func newEphemeralRig(t *testing.T) *Handler {
 	return h
 }
 
-// ended fails t unless s has ended the way terminate ends it: out of the
+// addedEphemeral makes a handler and an ephemeral session added to it.
+func addedEphemeral(t *testing.T, prefix string, modern bool) (*Handler, *session) {
+	t.Helper()
+	h := newEphemeralRig(t)
+	s := newEphemeralSession(h, prefix, modern)
+	if f := h.addSession(s); f != nil {
+		t.Fatal(f)
+	}
+	return h, s
+}
+
+// requireEnded fails t unless s has ended the way terminate ends it: out of the
 // handler, its context cancelled with errRequestDone, ended closed and
 // its state terminated.
 func requireEnded(t *testing.T, h *Handler, s *session) {
@@ -49,11 +60,7 @@ func requireEnded(t *testing.T, h *Handler, s *session) {
 // returns ends at once, as terminate ends it; its place among the
 // 2026-07-28 requests (MaxSessions) is given back.
 func TestEndEphemeralEndsAQuietSession(t *testing.T) {
-	h := newEphemeralRig(t)
-	s := newEphemeralSession(h, "modern-", true)
-	if f := h.addSession(s); f != nil {
-		t.Fatal(f)
-	}
+	h, s := addedEphemeral(t, "modern-", true)
 	s.endEphemeral()
 	requireEnded(t, h, s)
 	s.mu.Lock()
@@ -74,11 +81,7 @@ func TestEndEphemeralEndsAQuietSession(t *testing.T) {
 // running) goes the whole way, terminate's: the running request is
 // cancelled and waited for, and the session ends once it is done.
 func TestEndEphemeralWaitsForWhatHoldsTheSession(t *testing.T) {
-	h := newEphemeralRig(t)
-	s := newEphemeralSession(h, "stateless-", false)
-	if f := h.addSession(s); f != nil {
-		t.Fatal(f)
-	}
+	h, s := addedEphemeral(t, "stateless-", false)
 	reqCtx, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) }) // a failed test leaves no goroutine behind
 	p := &postStream{cancel: cancel}
@@ -104,11 +107,7 @@ func TestEndEphemeralWaitsForWhatHoldsTheSession(t *testing.T) {
 // left to it: endEphemeral neither ends it a second time nor waits (for
 // CleanupTimeout, 5 s here: the bound below is well short of it).
 func TestEndEphemeralLeavesATerminationUnderWay(t *testing.T) {
-	h := newEphemeralRig(t)
-	s := newEphemeralSession(h, "modern-", true)
-	if f := h.addSession(s); f != nil {
-		t.Fatal(f)
-	}
+	_, s := addedEphemeral(t, "modern-", true)
 	s.life.Lock()
 	started, _ := s.beginTerminate(errShutdown, true)
 	s.life.Unlock()
