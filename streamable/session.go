@@ -128,8 +128,9 @@ func newSession(h *Handler, id string) *session {
 	return s
 }
 
-// bareSession is a session without what only one that may have a GET
-// stream uses (qMade, which a pump started by a stream's end waits on).
+// bareSession is a session without qMade, which wakes a pump started
+// before the session's queues were made (by a stream's end) once they are:
+// what a session with GET streams needs.
 func bareSession(h *Handler, id string) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &session{

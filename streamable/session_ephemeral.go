@@ -7,9 +7,11 @@ import (
 
 // newEphemeralSession makes the session one request runs on, in stateless
 // mode or of protocol 2026-07-28 (modern): its id, prefix and 26 random
-// characters, is never issued to a client. It has no GET stream, so no
-// pump waits on qMade for its queues to be made (bareSession): a pump of
-// one (stateless, with replicas, sent a broadcast) starts once they are.
+// characters, is never issued to a client. It has no qMade (bareSession):
+// that channel only wakes a pump at once when the session's queues are
+// made after the pump started, and a pump of an ephemeral session (with
+// replicas, should anything start one) learns it at its next idle tick
+// instead, or ends with the session's one request.
 func newEphemeralSession(h *Handler, prefix string, modern bool) *session {
 	s := bareSession(h, prefix+rand.Text())
 	s.stateless, s.modern = true, modern
