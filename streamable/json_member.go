@@ -12,30 +12,63 @@ import "bytes"
 // encoding/json could not decode stays empty). ok is false when the walk
 // cannot tell, and the caller decodes obj with encoding/json.
 func soleMember(obj []byte, name string) (value []byte, ok bool) {
+	var v [1][]byte
+	ok = soleMembers(obj, []string{name}, v[:])
+	return v[0], ok
+}
+
+// soleMembers is soleMember for several names in one walk of obj:
+// values, all nil on entry, get the value of names[i]'s member in
+// values[i] (nil for none). It reports false when the walk cannot tell
+// for any of them (and values mean nothing then).
+func soleMembers(obj []byte, names []string, values [][]byte) bool {
 	obj = bytes.TrimSpace(obj)
 	if len(obj) == 0 || obj[0] != '{' {
-		return nil, true
+		return true
 	}
-	ok = true
+	ok := true
 	eachMember(obj, func(key, v []byte) bool {
 		inner := key[1 : len(key)-1]
-		switch {
-		case bytes.IndexByte(inner, '\\') >= 0:
+		if bytes.IndexByte(inner, '\\') >= 0 {
 			ok = false
-		case string(inner) == name:
-			if value != nil {
-				ok = false // a duplicate: encoding/json merges them
-			}
-			value = v
-		case bytes.EqualFold(inner, []byte(name)):
-			ok = false
+			return false
 		}
-		return ok
+		for i, name := range names {
+			switch {
+			case string(inner) == name:
+				if values[i] != nil {
+					ok = false // a duplicate: encoding/json merges them
+					return false
+				}
+				values[i] = v
+			case mayFold(inner, name) && bytes.EqualFold(inner, []byte(name)):
+				ok = false
+				return false
+			}
+		}
+		return true
 	})
-	if !ok {
-		return nil, false
+	return ok
+}
+
+// mayFold reports whether key may equal name under Unicode case folding
+// (bytes.EqualFold): false only when one is empty and the other not, or
+// both start with ASCII bytes that differ even ignoring ASCII case (a
+// non-ASCII rune may fold to an ASCII one: the long s to s, the Kelvin
+// sign to k).
+func mayFold(key []byte, name string) bool {
+	if len(key) == 0 || len(name) == 0 {
+		return len(key) == len(name)
 	}
-	return value, true
+	c, n := asciiLower(key[0]), asciiLower(name[0])
+	return c >= 0x80 || n >= 0x80 || c == n
+}
+
+func asciiLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // soleString is soleMember for a string field: the string obj's member
@@ -43,8 +76,18 @@ func soleMember(obj []byte, name string) (value []byte, ok bool) {
 // value of another type, which encoding/json leaves the field empty for).
 func soleString(obj []byte, name string) (s string, ok bool) {
 	v, ok := soleMember(obj, name)
-	if !ok || len(v) == 0 || v[0] != '"' {
-		return "", ok
+	if !ok {
+		return "", false
 	}
-	return string(unquote(v)), true
+	return stringValue(v), true
+}
+
+// stringValue is the string v, a JSON value, holds, as encoding/json
+// decodes it into a string field: "" for none (nil), null or a value of
+// another type.
+func stringValue(v []byte) string {
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	return string(unquote(v))
 }

@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -29,7 +30,7 @@ var soleMemberSeeds = []string{
 	`{"arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"inner"}}`,
 }
 
-// FuzzMetaVersionAndName checks metaVersion and nameInParams against
+// FuzzMetaVersionAndName checks readParams and nameInParams against
 // encoding/json's decoding (decodedMetaVersion, decodedName: what eraOf and
 // checkStandardHeaders read before the one-walk read) on every valid JSON
 // value: the one-walk read changes no answer.
@@ -41,8 +42,17 @@ func FuzzMetaVersionAndName(f *testing.F) {
 		if !json.Valid(params) {
 			t.Skip("params reach these reads validated")
 		}
-		if got, want := metaVersion(params), decodedMetaVersion(params); got != want {
-			t.Fatalf("metaVersion(%q) = %q, encoding/json decodes %q", params, got, want)
+		meta, name, uri, named := readParams(params)
+		if want := decodedMetaVersion(params); meta != want {
+			t.Fatalf("readParams(%q)'s version %q, encoding/json decodes %q", params, meta, want)
+		}
+		if named {
+			if got, want := stringValue(name), decodedName(params, "name"); got != want {
+				t.Fatalf("readParams(%q)'s name %q, encoding/json decodes %q", params, got, want)
+			}
+			if got, want := stringValue(uri), decodedName(params, "uri"); got != want {
+				t.Fatalf("readParams(%q)'s uri %q, encoding/json decodes %q", params, got, want)
+			}
 		}
 		for _, field := range []string{"name", "uri"} {
 			if got, want := nameInParams(params, field), decodedName(params, field); got != want {
@@ -67,9 +77,42 @@ func TestSoleMemberWalksTheCommonCase(t *testing.T) {
 	if v, ok := soleString(params, "name"); !ok || v != "echo" {
 		t.Errorf("the name: %q, %v", v, ok)
 	}
+	if meta, name, _, named := readParams(params); !named || meta != "2026-07-28" || stringValue(name) != "echo" {
+		t.Errorf("readParams: %q, %q, named %v", meta, name, named)
+	}
 	for _, s := range []string{`{"name":"a","name":"b"}`, `{"Name":"a"}`, `{"na\u006de":"a"}`} {
 		if _, ok := soleString([]byte(s), "name"); ok {
 			t.Errorf("soleString(%s) read in one walk; encoding/json must decide", s)
 		}
 	}
+}
+
+// mayFold never rules out a key bytes.EqualFold would match: on every
+// pair of a few keys, ASCII and not, and the names the reads ask for.
+func TestMayFoldNeverRulesOutAMatch(t *testing.T) {
+	names := []string{"_meta", "name", "uri", "io.modelcontextprotocol/protocolVersion", "Name", "k", "s", "ſ", "\u212A", ""}
+	keys := []string{"", "_meta", "_META", "name", "NAME", "nAmE", "uri", "URI", "ſ", "K", "k", "S", "ſname",
+		"\u212ame", "IO.MODELCONTEXTPROTOCOL/PROTOCOLVERSION", "io.modelcontextprotocol/protocolVerſion", "x", "é"}
+	for _, k := range keys {
+		for _, n := range names {
+			if bytes.EqualFold([]byte(k), []byte(n)) && !mayFold([]byte(k), n) {
+				t.Errorf("mayFold(%q, %q) = false, but the two fold alike", k, n)
+			}
+		}
+	}
+	if mayFold([]byte("arguments"), "name") || mayFold([]byte("_meta"), "uri") {
+		t.Error("mayFold did not rule out keys that start with another ASCII letter")
+	}
+}
+
+// FuzzMayFold holds mayFold to bytes.EqualFold: it may say true where they
+// differ, never false where they fold alike.
+func FuzzMayFold(f *testing.F) {
+	f.Add([]byte("ſ"), "s")
+	f.Add([]byte("Kelvin"), "kelvin")
+	f.Fuzz(func(t *testing.T, key []byte, name string) {
+		if bytes.EqualFold(key, []byte(name)) && !mayFold(key, name) {
+			t.Fatalf("mayFold(%q, %q) = false, but the two fold alike", key, name)
+		}
+	})
 }

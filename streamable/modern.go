@@ -26,6 +26,12 @@ var metaVersionKey = []byte(`"` + mcp.MetaKeyProtocolVersion + `"`)
 // the endpoint, decided per request.
 type requestEra struct {
 	header, meta string
+	// named says params were read in one walk (readParams) and name and
+	// uri are their members' values as they stand in the body (nil for
+	// none), for the header checks (checkStandardHeaders) to take without
+	// a second walk.
+	named     bool
+	name, uri []byte
 }
 
 func (e requestEra) modern() bool {
@@ -38,26 +44,33 @@ func eraOf(r *http.Request, params json.RawMessage) requestEra {
 	// A key may be written with escapes ("io.modelcontextprotocol\/..."):
 	// a body with a backslash is decoded too.
 	if bytes.Contains(params, metaVersionKey) || bytes.IndexByte(params, '\\') >= 0 {
-		e.meta = metaVersion(params)
+		e.meta, e.name, e.uri, e.named = readParams(params)
 	}
 	return e
 }
 
-// metaVersion is the version params._meta declares, as encoding/json
-// decodes it ("" when it cannot: a member of another type): read in one
-// walk of params and of its _meta where that tells (soleMember), else
-// decoded.
-func metaVersion(params json.RawMessage) string {
-	if meta, ok := soleMember(params, "_meta"); ok {
-		if v, ok := soleString(meta, mcp.MetaKeyProtocolVersion); ok {
-			return v
-		}
+// paramsFieldNames are the members of params readParams reads.
+var paramsFieldNames = [...]string{"_meta", "name", "uri"}
+
+// readParams reads the version params._meta declares, as encoding/json
+// decodes it ("" when it cannot: a member of another type), and, in the
+// same walk of params (soleMembers), the values of its name and uri
+// members, for nameInParams' answer without a walk of its own. named is
+// false when the walk could not tell (the version is then decoded, and the
+// names are left to nameInParams).
+func readParams(params json.RawMessage) (meta string, name, uri []byte, named bool) {
+	var v [len(paramsFieldNames)][]byte
+	if !soleMembers(params, paramsFieldNames[:], v[:]) {
+		return decodedMetaVersion(params), nil, nil, false
 	}
-	return decodedMetaVersion(params)
+	if meta, ok := soleString(v[0], mcp.MetaKeyProtocolVersion); ok {
+		return meta, v[1], v[2], true
+	}
+	return decodedMetaVersion(params), v[1], v[2], true
 }
 
-// decodedMetaVersion is metaVersion by encoding/json: params decoded into
-// a struct with the one field, "" when it does not decode.
+// decodedMetaVersion is readParams' version by encoding/json: params
+// decoded into a struct with the one field, "" when it does not decode.
 func decodedMetaVersion(params json.RawMessage) string {
 	var p struct {
 		Meta struct {

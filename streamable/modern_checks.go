@@ -39,7 +39,7 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 		return errModernVersion(era.meta, h.versions)
 	}
 	method := mcp.MCPMethod(env.Method)
-	name, f := checkStandardHeaders(r.Header, method, env.Params)
+	name, f := checkStandardHeaders(r.Header, method, env.Params, era)
 	if f != nil {
 		return f
 	}
@@ -73,9 +73,10 @@ func (h *Handler) checkModern(r *http.Request, env envelope, era requestEra) *fa
 
 // checkStandardHeaders checks Mcp-Method and, for a method that names
 // something, Mcp-Name (Base64-decoded) against the body, as
-// mcp.ValidateStandardHeaders does, reading the body's name once (the
-// tool's, for checkModern), and returns that name.
-func checkStandardHeaders(hdr http.Header, method mcp.MCPMethod, params json.RawMessage) (string, *failure) {
+// mcp.ValidateStandardHeaders does, and returns the body's name (the
+// tool's, for checkModern): from the walk that read the version when it
+// could tell (requestEra.named), else read here (nameInParams).
+func checkStandardHeaders(hdr http.Header, method mcp.MCPMethod, params json.RawMessage, era requestEra) (string, *failure) {
 	got := hdr.Get(mcp.HeaderMethod)
 	if got == "" {
 		return "", errModernHeader("header mismatch: " + mcp.HeaderMethod + ": missing required header")
@@ -90,7 +91,15 @@ func checkStandardHeaders(hdr http.Header, method mcp.MCPMethod, params json.Raw
 	if method == mcp.MethodResourcesRead {
 		field = "uri"
 	}
-	body := nameInParams(params, field)
+	var body string
+	switch {
+	case !era.named:
+		body = nameInParams(params, field)
+	case field == "uri":
+		body = stringValue(era.uri)
+	default:
+		body = stringValue(era.name)
+	}
 	got = hdr.Get(mcp.HeaderName)
 	if got == "" {
 		return "", errModernHeader(fmt.Sprintf("header mismatch: %s: missing required header for method %q", mcp.HeaderName, method))

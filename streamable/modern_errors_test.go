@@ -50,6 +50,9 @@ func TestModernRequestsRefusedWithTheirCodeAndID(t *testing.T) {
 			map[string]string{"Mcp-Name": "wrong_tool_name"}, http.StatusBadRequest, mcp.HEADER_MISMATCH, "Mcp-Name"},
 		{"Mcp-Name missing", modernMsg(7, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}, nil),
 			map[string]string{"Mcp-Name": ""}, http.StatusBadRequest, mcp.HEADER_MISMATCH, "Mcp-Name"},
+		// resources/read names its uri, not a name member beside it.
+		{"Mcp-Name the name, not the uri", modernMsg(7, "resources/read", map[string]any{"uri": "file:///a", "name": "b"}, nil),
+			map[string]string{"Mcp-Name": "b"}, http.StatusBadRequest, mcp.HEADER_MISMATCH, "file:///a"},
 		{"unknown method", modernMsg(7, "no/such", nil, nil), nil,
 			http.StatusNotFound, mcp.METHOD_NOT_FOUND, ""},
 		{"initialize removed", modernMsg(7, "initialize", nil, nil), nil,
