@@ -42,6 +42,9 @@ func (h *Handler) adoptOnce(r *http.Request, id string) (s *session, f *failure,
 	h.mu.Lock()
 	if s := h.sessions[id]; s != nil {
 		h.mu.Unlock()
+		if s.stateless { // an ephemeral session: no client's to name (lookup)
+			return nil, errSessionNotFound(), false
+		}
 		return s, nil, false
 	}
 	if a := h.adopting[id]; a != nil {
@@ -100,8 +103,15 @@ func (h *Handler) makeCopy(r *http.Request, id string) (s *session, f *failure, 
 	return s, nil, false
 }
 
+// lookup returns the session named by a client's id: nil for an id that
+// names none here, or names an ephemeral session (a 2026-07-28 or
+// stateless request's, whose id no client is given).
 func (h *Handler) lookup(id string) *session {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sessions[id]
+	s := h.sessions[id]
+	h.mu.Unlock()
+	if s != nil && s.stateless {
+		return nil
+	}
+	return s
 }

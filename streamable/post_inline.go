@@ -74,7 +74,9 @@ func (h *Handler) runResumableInline(w http.ResponseWriter, r *http.Request, srv
 }
 
 // watchClientInline has run's requestWatch watch for r's client leaving,
-// as watchClient does with a callback of its own (request_watch.go).
+// as watchClient does with a callback of its own (request_watch.go): for a
+// request whose context is not r's, on its handler goroutine, which then
+// removes it from the watch and waits on clientWatch once run returns.
 func (p *postStream) watchClientInline(r *http.Request) {
 	p.watch.client, p.watch.clientOwned = r.Context(), true
 }

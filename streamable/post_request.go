@@ -43,10 +43,14 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		return
 	}
-	ctx, span := h.startRequestSpan(h.requestContext(h.eraContext(r.Context(), sess), r), r, sess, env)
+	parent, detached := detachedContext(r)
+	ctx, span := h.startRequestSpan(h.requestContext(h.eraContext(parent, sess), r), r, sess, env)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, traced: span != nil}
+	if detached {
+		p.watchClientInline(r)
+	}
 	// The whole request, response included, is work the session's
 	// termination waits for and cancels (cancelRunning; Shutdown only
 	// after a grace): its response writer is squeezed, so an answer that
@@ -64,6 +68,27 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 	defer sess.endWork(p)
 	p.prepare()
 	p.run(body, env)
+	if detached {
+		h.watch.remove(p)
+		p.clientWatch.Wait() // a clientGone that runs already cancels the request
+	}
+}
+
+// detachedContext returns the context a request's own derives from: r's
+// without its cancellation (true), whose client's leaving the request
+// watch then tells the request of (watchClientInline: at its next look,
+// every watchTick, in the request's first moments, and by a callback of
+// its own after that), as it does for a resumable request. A context
+// derived from r's own would cost every request a place in its parent's
+// set of children, made on first use, and the parent's done channel: three
+// allocations and their code, on a call that answers in microseconds. r's
+// own (false) when it has a deadline, which the request's must report.
+func detachedContext(r *http.Request) (context.Context, bool) {
+	ctx := r.Context()
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, false
+	}
+	return context.WithoutCancel(ctx), true
 }
 
 // prepare makes the request's session (its queues come on first use).
@@ -114,14 +139,19 @@ type postStream struct {
 	// A resumable request's (post_resume.go): its stream's name in the
 	// event log, whether an event id went out on its response, and the
 	// writer's hand-over of the response.
+	//
+	// The small fields sit together, here and below, so that a postStream
+	// fits in 512 bytes: the runtime allocates a larger object with pointers
+	// on a path of its own (mallocgcSmallScanHeader), code a request would
+	// run nowhere else (TestPostStreamFitsASmallObject).
 	resumable      bool
-	srv            *http.Server // runs on srv's handler goroutine: a let-go takes the connection over (post_inline.go)
-	chunked        bool         // with srv: HTTP/1.1, the response's body is chunked
-	keepConn       bool         // with srv: a let-go hands the connection back to srv
-	noHangUp       bool         // the writer's: the connection could not be taken over
-	stream         string       // named when the response becomes a stream (name)
-	signal         string       // its postSignals key
+	chunked        bool // with srv: HTTP/1.1, the response's body is chunked
+	keepConn       bool // with srv: a let-go hands the connection back to srv
+	noHangUp       bool // the writer's: the connection could not be taken over
 	idOut          atomic.Bool
+	srv            *http.Server   // runs on srv's handler goroutine: a let-go takes the connection over (post_inline.go)
+	stream         string         // named when the response becomes a stream (name)
+	signal         string         // its postSignals key
 	clientWatch    sync.WaitGroup // a clientGone running or armed: watchClient's, the request watch's or its handed-off callback
 	watch          watchEntry     // its place in the Handler's requestWatch
 	releaseWake    chan struct{}  // a release is asked for (buffered); made with the writer (makeReleaseChannels)
@@ -133,6 +163,8 @@ type postStream struct {
 	lastOK         bool           // the last send was recorded or written whole
 	last           bool           // the answer is being sent: the response's last write (writeLast)
 	traced         bool           // ctx holds the request's span (trace.go)
+	started        bool           // the writer was started (mu)
+	stopped        bool           // stopWriter ran (mu)
 
 	ownSession requestSession
 	// The session's running requests, a list termination walks: guarded by
@@ -147,9 +179,7 @@ type postStream struct {
 	// record goes once the request returns (post_behind.go).
 	behind [][]byte
 
-	mu         sync.Mutex // guards the writer's start and stop
-	started    bool
-	stopped    bool
+	mu         sync.Mutex    // guards the writer's start and stop (started, stopped)
 	done       chan struct{} // closed by stopWriter: the request has returned
 	writerDone chan struct{} // closed when the writer has exited
 }

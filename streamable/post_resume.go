@@ -39,8 +39,9 @@ const maxLetGoRequests = maxResumedStreams
 // had maxLetGoRequests requests let go of.
 var errTooManyLetGo = errors.New("the response ended while the session had as many requests let go of (running on for their clients to resume) as it may: the request ends with it")
 
-// errClientLeft ends a resumable POST response whose client closed its
-// connection.
+// errClientLeft ends a POST request whose client closed its connection,
+// when the request's context is not the client's (clientGone): a
+// resumable one's response, or a request detachedContext detached.
 var errClientLeft = errors.New("the client closed its connection")
 
 // resumablePost reports whether a request's SSE response is recorded and

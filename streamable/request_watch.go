@@ -9,7 +9,8 @@ import (
 
 // A running request is watched for two things: its heartbeat interval
 // passing with nothing sent (the keep-alive that upgrades its response to
-// SSE), and, for a resumable request on its handler goroutine, its client
+// SSE), and, for a request whose context is detached from its client's (a
+// resumable one on its handler goroutine, detachedContext's), its client
 // leaving (clientGone). A timer and a context callback per request did
 // that, and cost a JSON tools/call more than any other guarantee of the
 // transport (two allocations, a place in the runtime's timer heap, and the

@@ -1,6 +1,9 @@
 package streamable
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -120,4 +123,26 @@ func TestWatchListsOnlyWhatItWatches(t *testing.T) {
 		t.Fatalf("listed %d, running %v, want nothing", n, running)
 	}
 	w.remove(p)
+}
+
+type detachedKey struct{}
+
+// detachedContext keeps r's values and drops its cancellation, which the
+// request watch reports instead, unless r's context has a deadline: that
+// one the request's context must report, so it is r's own.
+func TestDetachedContextKeepsValuesAndDeadlines(t *testing.T) {
+	base, cancel := context.WithCancel(context.WithValue(context.Background(), detachedKey{}, "v"))
+	defer cancel()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(base)
+	ctx, detached := detachedContext(r)
+	if !detached || ctx.Done() != nil || ctx.Value(detachedKey{}) != "v" {
+		t.Errorf("without a deadline: detached %v, Done %v, value %v; want true, nil and r's value", detached, ctx.Done(), ctx.Value(detachedKey{}))
+	}
+	due := time.Now().Add(time.Hour)
+	timed, stop := context.WithDeadline(base, due)
+	defer stop()
+	ctx, detached = detachedContext(r.WithContext(timed))
+	if dl, ok := ctx.Deadline(); detached || ctx != timed || !ok || !dl.Equal(due) {
+		t.Errorf("with a deadline: detached %v, deadline %v %v; want r's own context", detached, dl, ok)
+	}
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -37,7 +40,10 @@ func addedEphemeral(t *testing.T, prefix string, modern bool) (*Handler, *sessio
 // its state terminated.
 func requireEnded(t *testing.T, h *Handler, s *session) {
 	t.Helper()
-	if h.lookup(s.id) != nil {
+	h.mu.Lock()
+	_, held := h.sessions[s.id]
+	h.mu.Unlock()
+	if held {
 		t.Error("the ended session is still in the handler")
 	}
 	if st := h.Stats(); st.Sessions != 0 {
@@ -157,5 +163,59 @@ func TestBroadcastHereSkipsEphemeralSessions(t *testing.T) {
 	s.mu.Unlock()
 	if held != 0 || s.q.Load() != nil {
 		t.Errorf("the stateless request's session holds %d broadcast(s) (queues made: %v)", held, s.q.Load() != nil)
+	}
+}
+
+// No lookup by a client's id finds an ephemeral session: its id is never
+// issued, and since it is not a secret either (ephemeralID), a client
+// that learns or guesses one still names no session: 404, whether the
+// handler looks it up (session, deliverLocal) or would adopt it
+// (adoptOnce).
+func TestClientIDsNeverNameAnEphemeralSession(t *testing.T) {
+	for _, modern := range []bool{true, false} {
+		h, s := addedEphemeral(t, "named-", modern)
+		if got := h.lookup(s.id); got != nil {
+			t.Errorf("modern %v: lookup(%q) found the ephemeral session", modern, s.id)
+		}
+		r, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set(headerSessionID, s.id)
+		if got, f := h.session(r, true); got != nil || f == nil || f.status != http.StatusNotFound {
+			t.Errorf("modern %v: session() = %v, %+v; want nil and 404", modern, got, f)
+		}
+		if got, f, again := h.adoptOnce(r, s.id); got != nil || f == nil || f.status != http.StatusNotFound || again {
+			t.Errorf("modern %v: adoptOnce = %v, %+v, %v; want nil, 404, false", modern, got, f, again)
+		}
+		if !s.active() {
+			t.Errorf("modern %v: the ephemeral session was touched", modern)
+		}
+	}
+}
+
+// ephemeralID writes its prefix and 26 characters of base32, a different
+// id each call.
+func TestEphemeralIDsAreBase32AndDistinct(t *testing.T) {
+	const n = 10000
+	seen := make(map[string]bool, n)
+	for range n {
+		id, ok := strings.CutPrefix(ephemeralID("p-"), "p-")
+		if !ok || len(id) != 26 || strings.Trim(id, base32) != "" {
+			t.Fatalf("ephemeralID(\"p-\") = %q: want p- and 26 characters of %s", id, base32)
+		}
+		if seen[id] {
+			t.Fatalf("ephemeralID repeated %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+// A postStream, one for every request, is a small object to the runtime
+// (at most 512 bytes): a larger one with pointers is allocated on a path of
+// its own, code a request would run for it alone.
+func TestPostStreamFitsASmallObject(t *testing.T) {
+	if size := unsafe.Sizeof(postStream{}); size > 512 {
+		t.Errorf("a postStream takes %d bytes, over 512", size)
 	}
 }
