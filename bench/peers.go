@@ -58,6 +58,10 @@ type Options struct {
 	// least telemetry the MCP conventions ask for (telemetryFloor).
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+	// FloorHeaderChecks has the floor run, on a 2026-07-28 request, the
+	// header checks MCPServer runs when mcp-go's own transport hands it the
+	// headers (floor_checks.go); the other peers ignore it.
+	FloorHeaderChecks bool
 	// Redis, when set, puts lifeline's sessions (and, by default, its
 	// event log) in a Store of its own on that redis-server; the peer's
 	// Close closes the Store. Nil: the process-local memory store.
@@ -194,7 +198,7 @@ func StartPeer(name string, o Options) (*Peer, error) {
 		p.JSONURL, p.modernURL, p.modernJSONURL = base+"/mcp-json", base+"/mcp-2026", base+"/mcp-2026-json"
 		return p, nil
 	case Floor:
-		var h http.Handler = floorHandler{s: newMCPGoServer()}
+		var h http.Handler = floorHandler{s: newMCPGoServer(), headerChecks: o.FloorHeaderChecks}
 		if o.MeterProvider != nil || o.TracerProvider != nil {
 			h = telemetryFloor(h, o.MeterProvider, o.TracerProvider)
 		}
@@ -389,7 +393,13 @@ const floorSessionID = "floor"
 // streams: it is the most any transport built on mcp-go's MCPServer can reach
 // in this harness, the same MCPServer work without any transport work. It is
 // not a usable transport.
-type floorHandler struct{ s *server.MCPServer }
+//
+// With headerChecks it also runs, on a 2026-07-28 request, the header
+// checks MCPServer runs for mcp-go's own transport (floorHeaderChecks).
+type floorHandler struct {
+	s            *server.MCPServer
+	headerChecks bool
+}
 
 // ServeHTTP answers one request as the floorHandler doc says.
 func (f floorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -401,6 +411,9 @@ func (f floorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if f.headerChecks && floorHeaderChecks(w, r, f.s, body) {
 		return
 	}
 	res := f.s.HandleMessage(r.Context(), body)

@@ -89,6 +89,8 @@ func (be *backends) start(v variant, s settings) (*bench.Peer, error) {
 		o.MeterProvider = be.meter
 	case sdkTracing:
 		o.TracerProvider = be.tracer
+	case floorChecks:
+		o.FloorHeaderChecks = true
 	}
 	p, err := bench.StartPeer(v.peer, o)
 	if err != nil {

@@ -78,6 +78,7 @@ const (
 	noEventLog                 // Options.DisableEventLog: resumability off
 	sdkMetrics                 // an SDK MeterProvider, as cmd/otelcost installs it
 	sdkTracing                 // an always-sample SDK TracerProvider, as cmd/otelcost installs it
+	floorChecks                // the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)
 )
 
 // variant is one column of the interleaved rounds: a peer, spoken to in one
@@ -96,6 +97,7 @@ const (
 	vGoSDK          = bench.GoSDK
 	vFloor          = bench.Floor
 	vFloorModern    = "floor 2026-07-28"
+	vFloorChecked   = "floor 2026-07-28 + MCPServer's header checks"
 	vLifelineModern = "lifeline 2026-07-28"
 	vMCPGoModern    = "mcp-go 2026-07-28"
 	vGoSDKModern    = "go-sdk 2026-07-28"
@@ -116,6 +118,7 @@ var allVariants = []variant{
 	{vMCPGoModern, bench.MCPGo, true, plainConfig},
 	{vGoSDKModern, bench.GoSDK, true, plainConfig},
 	{vFloorModern, bench.Floor, true, plainConfig},
+	{vFloorChecked, bench.Floor, true, floorChecks},
 	{vRedis, bench.Lifeline, false, onRedis},
 	{vNoEventLog, bench.Lifeline, false, noEventLog},
 	{vMetrics, bench.Lifeline, false, sdkMetrics},
@@ -126,9 +129,12 @@ var allVariants = []variant{
 // applies reports whether cell c is measured for variant v: the floor
 // answers JSON only; 2026-07-28 has no sessions, so no churn; the feature
 // costs (the floor's tracing, the SDK's own cost, included) are measured
-// on JSON at 64 sessions only.
+// on JSON at 64 sessions only; the floor with MCPServer's header checks,
+// a reference for the 2026-07-28 floor targets, at 16 and 64.
 func applies(c cellSpec, v variant) bool {
 	switch {
+	case v.with == floorChecks:
+		return c == cellJSON16 || c == cellJSON64
 	case v.peer == bench.Floor && v.with == sdkTracing:
 		return c == cellJSON64
 	case v.peer == bench.Floor:

@@ -108,7 +108,9 @@ func renderModernEra(iv *interleaved) string {
 	return "\n### Protocol 2026-07-28 (sessionless): req/s\n\n" + mdTable(headers, rows) +
 		"\nThe floor is the same handler in both eras, mcp-go's HandleMessage on the body: it checks none of the headers a " +
 		"2026-07-28 request must carry (HandleMessage runs those checks only behind mcp-go's own handler), so it costs less " +
-		"than any transport serving the version as the specification asks. JSON only.\n"
+		"than any transport serving the version as the specification asks. JSON only. The targets also report lifeline against " +
+		"the floor running those checks as MCPServer runs them for its own transport (`bench/floor_checks.go`, 16 and 64 sessions): " +
+		"a reference, not a bound.\n"
 }
 
 // renderRedis is lifeline on a real redis-server against lifeline on the

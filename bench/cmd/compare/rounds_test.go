@@ -79,10 +79,16 @@ func TestApplies(t *testing.T) {
 	if got := label(variantsOf(cellJSON16, allVariants)); strings.Contains(got, vNoEventLog) || !strings.Contains(got, vFloor) || !strings.Contains(got, vFloorModern) {
 		t.Errorf("json-16: %s", got)
 	}
-	// The floor answers JSON only, in either era.
+	// The floor answers JSON only, in either era; with MCPServer's header
+	// checks it is measured where the 2026-07-28 floor targets are.
 	for _, c := range []cellSpec{cellSSE1, cellSSE16, cellSSE64, cellChurn} {
 		if applies(c, byLabel[vFloorModern]) {
 			t.Errorf("%s measured for %s", c.key(), vFloorModern)
+		}
+	}
+	for _, c := range allCells {
+		if want := c == cellJSON16 || c == cellJSON64; applies(c, byLabel[vFloorChecked]) != want {
+			t.Errorf("%s measured for %s: %v, want %v", c.key(), vFloorChecked, !want, want)
 		}
 	}
 	if got := label(selectVariants([]string{bench.Lifeline, bench.MCPGo}, true)); strings.Contains(got, vRedis) || strings.Contains(got, vGoSDK) || !strings.Contains(got, vMCPGoModern) {

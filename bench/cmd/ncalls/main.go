@@ -33,8 +33,9 @@ func main() {
 	n := flag.Int("n", 1000, "how many calls, in all")
 	conc := flag.Int("conc", 16, "sessions, one client each")
 	modern := flag.Bool("modern", false, "speak protocol 2026-07-28 (sessionless) to the peer")
+	floorChecks := flag.Bool("floor-header-checks", false, "the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)")
 	flag.Parse()
-	p, err := bench.StartPeer(*peer, bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second})
+	p, err := bench.StartPeer(*peer, bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, FloorHeaderChecks: *floorChecks})
 	if err != nil {
 		log.Fatal(err)
 	}

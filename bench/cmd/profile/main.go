@@ -42,12 +42,13 @@ func main() {
 	modern := flag.Bool("modern", false, "speak protocol 2026-07-28 (sessionless) to the peer")
 	cpu := flag.String("cpuprofile", "", "write the CPU profile here")
 	mem := flag.String("memprofile", "", "write an allocation profile (alloc_space) here")
+	floorChecks := flag.Bool("floor-header-checks", false, "the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)")
 	flag.Parse()
 	if *modern && *cell == "churn" {
 		log.Fatal("-modern -cell churn: 2026-07-28 has no sessions, so no initialize + DELETE to churn")
 	}
 
-	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog}
+	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog, FloorHeaderChecks: *floorChecks}
 	var rb *bench.RedisBackend
 	if *onRedis {
 		var err error
