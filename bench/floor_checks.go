@@ -20,7 +20,13 @@ import (
 // than MCPServer does for its own transport, and less than the
 // specification has a server do. With Options.FloorHeaderChecks the floor
 // runs them before HandleMessage, with mcp-go's exported validators, as
-// MCPServer would: the same decoding, lookups and comparisons.
+// MCPServer would: a decoding of the message for them (here with its id and
+// method, which MCPServer has from a parse of its own), the tool's name
+// decoded and the tool looked up, and the comparisons. It goes by the
+// header's version where MCPServer goes by the body's (with the header
+// present); the harness sends both alike. The harness's tool has no
+// x-mcp-header parameter, so ValidateParamHeadersLookup returns at once,
+// as it does in MCPServer.
 
 // floorHeaderChecks answers r, a POST with body, with mcp-go's error when
 // MCPServer, given r's headers, would refuse it; false when it would not.

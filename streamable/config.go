@@ -208,7 +208,9 @@ type Config struct {
 	// MCPServer handles (initialize, requests, notifications) and of the
 	// unregister hooks a DELETE runs, from the HTTP request: to carry
 	// authentication, say. The request's headers are always reachable with
-	// RequestHeader.
+	// RequestHeader. The context it is given is the HTTP request's, which
+	// ends when the client leaves; a resumable request's, which can outlive
+	// its HTTP request, is given it without its cancellation.
 	ContextFunc func(ctx context.Context, r *http.Request) context.Context
 	// Stateless serves every POST on an ephemeral session of its own, ended
 	// with the request: no session ids, GET and DELETE get 405, server-to-

@@ -43,12 +43,15 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		return
 	}
-	parent, detached := detachedContext(r)
+	parent, detached := h.detachedContext(r)
 	ctx, span := h.startRequestSpan(h.requestContext(h.eraContext(parent, sess), r), r, sess, env)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &postStream{h: h, w: w, ctx: ctx, cancel: cancel, sess: sess, id: env.ID, batch: batch, feed: feed, traced: span != nil}
 	if detached {
+		if r.Context().Err() != nil { // its client left already: it starts cancelled, as a derived context would
+			cancel(errClientLeft)
+		}
 		p.watchClientInline(r)
 	}
 	// The whole request, response included, is work the session's
@@ -78,13 +81,22 @@ func (h *Handler) runRequestOn(w http.ResponseWriter, r *http.Request, sess *ses
 // without its cancellation (true), whose client's leaving the request
 // watch then tells the request of (watchClientInline: at its next look,
 // every watchTick, in the request's first moments, and by a callback of
-// its own after that), as it does for a resumable request. A context
-// derived from r's own would cost every request a place in its parent's
-// set of children, made on first use, and the parent's done channel: three
-// allocations and their code, on a call that answers in microseconds. r's
-// own (false) when it has a deadline, which the request's must report.
-func detachedContext(r *http.Request) (context.Context, bool) {
+// its own after that), as it does for a resumable request; whatever else
+// ends r's context (a middleware's cancel, a server's base context) reaches
+// the request the same way, as its client's leaving (errClientLeft). A
+// context derived from r's own would cost every request a place in its
+// parent's set of children, made on first use, and the parent's done
+// channel: three allocations and their code, on a call that answers in
+// microseconds. It is r's own (false) when r's context has a deadline,
+// which the request's must report, or when a Config.ContextFunc is set,
+// which is given the request's context before the request's own
+// cancellation is added, and may derive from it what must end with the
+// request.
+func (h *Handler) detachedContext(r *http.Request) (context.Context, bool) {
 	ctx := r.Context()
+	if h.cfg.ContextFunc != nil {
+		return ctx, false
+	}
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, false
 	}

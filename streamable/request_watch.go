@@ -178,7 +178,7 @@ func (w *requestWatch) run() {
 	t := time.NewTimer(w.tick)
 	defer t.Stop()
 	var gone []*postStream
-	empty := time.Duration(0)
+	idle := time.Duration(0)
 	for {
 		select {
 		case <-w.stop:
@@ -192,27 +192,41 @@ func (w *requestWatch) run() {
 			return
 		case <-t.C:
 		}
-		w.mu.Lock()
-		now := time.Now()
-		gone = w.lookLocked(now, gone[:0])
-		w.expireReadsLocked(now)
-		if w.head != nil || w.timedReads > 0 {
-			empty = 0
-		} else if empty += w.tick; empty >= watchLinger {
-			w.running = false
-			w.mu.Unlock()
+		var exit bool
+		if gone, idle, exit = w.look(time.Now(), idle, gone[:0]); exit {
 			return
-		}
-		w.mu.Unlock()
-		for i, p := range gone {
-			gone[i] = nil
-			go func() {
-				defer p.clientWatch.Done()
-				p.clientGone()
-			}()
 		}
 		t.Reset(w.tick)
 	}
+}
+
+// look is one of run's looks, at now: the listed requests are looked at
+// and the body reads expired, under w.mu; then each request whose client
+// left gets clientGone, on a goroutine of its own that its clientWatch
+// counts, before look returns, whether or not the goroutine exits after it
+// (a look can hand off the last listed request as it finds its client
+// gone). idle is how long the watch has been empty before the look, and
+// look returns it after; exit, with running cleared, once that reaches
+// watchLinger. gone is scratch space, returned for the next look.
+func (w *requestWatch) look(now time.Time, idle time.Duration, gone []*postStream) ([]*postStream, time.Duration, bool) {
+	w.mu.Lock()
+	gone = w.lookLocked(now, gone)
+	w.expireReadsLocked(now)
+	exit := false
+	if w.head != nil || w.timedReads > 0 {
+		idle = 0
+	} else if idle += w.tick; idle >= watchLinger {
+		w.running, exit = false, true
+	}
+	w.mu.Unlock()
+	for i, p := range gone {
+		gone[i] = nil
+		go func() {
+			defer p.clientWatch.Done()
+			p.clientGone()
+		}()
+	}
+	return gone, idle, exit
 }
 
 // lookLocked appends to gone the listed requests whose client has left,

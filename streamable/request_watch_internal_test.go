@@ -2,10 +2,13 @@ package streamable
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
@@ -128,21 +131,71 @@ func TestWatchListsOnlyWhatItWatches(t *testing.T) {
 type detachedKey struct{}
 
 // detachedContext keeps r's values and drops its cancellation, which the
-// request watch reports instead, unless r's context has a deadline: that
-// one the request's context must report, so it is r's own.
+// request watch reports instead, unless r's context has a deadline (the
+// request's context must report it) or a ContextFunc is set (it may
+// derive from its context what must end with the request): then it is
+// r's own.
 func TestDetachedContextKeepsValuesAndDeadlines(t *testing.T) {
+	h := newEphemeralRig(t)
 	base, cancel := context.WithCancel(context.WithValue(context.Background(), detachedKey{}, "v"))
 	defer cancel()
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(base)
-	ctx, detached := detachedContext(r)
+	ctx, detached := h.detachedContext(r)
 	if !detached || ctx.Done() != nil || ctx.Value(detachedKey{}) != "v" {
 		t.Errorf("without a deadline: detached %v, Done %v, value %v; want true, nil and r's value", detached, ctx.Done(), ctx.Value(detachedKey{}))
 	}
 	due := time.Now().Add(time.Hour)
 	timed, stop := context.WithDeadline(base, due)
 	defer stop()
-	ctx, detached = detachedContext(r.WithContext(timed))
+	ctx, detached = h.detachedContext(r.WithContext(timed))
 	if dl, ok := ctx.Deadline(); detached || ctx != timed || !ok || !dl.Equal(due) {
 		t.Errorf("with a deadline: detached %v, deadline %v %v; want r's own context", detached, dl, ok)
+	}
+	withFunc := New(server.NewMCPServer("detached", "1"), Config{HeartbeatInterval: Disabled,
+		ContextFunc: func(ctx context.Context, _ *http.Request) context.Context { return ctx }})
+	defer withFunc.Close()
+	if ctx, detached = withFunc.detachedContext(r); detached || ctx != base {
+		t.Errorf("with a ContextFunc: detached %v; want r's own context", detached)
+	}
+}
+
+// A look that finds a request's client gone starts the request's
+// clientGone even when it is the look after which the watch's goroutine
+// exits (it handed the last listed request off as it found it): the
+// request is cancelled, and its clientWatch does not wait forever.
+func TestWatchStartsClientGoneAtItsLastLook(t *testing.T) {
+	w := newRequestWatch(0)
+	defer w.close()
+	w.running = true // the test looks itself: add starts no goroutine
+	fired := make(chan struct{}, 1)
+	p := watchedRequest(fired)
+	var cancel context.CancelCauseFunc
+	p.ctx, cancel = context.WithCancelCause(context.Background())
+	p.cancel = cancel
+	client, leave := context.WithCancel(context.Background())
+	leave()
+	p.watch.client, p.watch.clientOwned = client, true
+	w.add(p, false)
+	now := time.Now()
+	w.mu.Lock()
+	p.watch.since = now.Add(-w.tick) // a tick old: handed off at this look
+	w.mu.Unlock()
+	_, _, exit := w.look(now, watchLinger-w.tick, nil)
+	if n, running := w.listed(); !exit || n != 0 || running {
+		t.Fatalf("look: exit %v, %d listed, running %v; want the goroutine's last look, nothing listed", exit, n, running)
+	}
+	w.remove(p)
+	waited := make(chan struct{})
+	go func() {
+		p.clientWatch.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("clientWatch still waits: the gone client's clientGone never ran")
+	}
+	if cause := context.Cause(p.ctx); !errors.Is(cause, errClientLeft) {
+		t.Errorf("the request's context ended with %v, want %v", cause, errClientLeft)
 	}
 }

@@ -2,6 +2,9 @@ package streamable_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -94,4 +97,55 @@ func testClientLeaving(t *testing.T, noEventLog, modern, young bool) {
 	}
 	<-callDone
 	testutil.Eventually(t, wait, "the watch lists nothing", func() bool { return streamable.WatchListed(r.h) == 0 })
+}
+
+// A request whose client left before it began (its request's context
+// already ended) starts cancelled, in every era, as a context derived from
+// its client's would: a tool that checks its context first does nothing.
+func TestRequestOfAClientGoneAlreadyStartsCancelled(t *testing.T) {
+	for _, era := range []struct {
+		name       string
+		noEventLog bool
+		modern     bool
+	}{{"without an event log", true, false}, {"2026-07-28", false, true}} {
+		t.Run(era.name, func(t *testing.T) {
+			errs := make(chan error, 1)
+			r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled, DisableEventLog: era.noEventLog}, func(s *server.MCPServer) {
+				s.AddTool(mcp.NewTool("first"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					errs <- ctx.Err()
+					return mcp.NewToolResultText("ran"), nil
+				})
+			})
+			ctx := testutil.Context(t, wait)
+			var req *http.Request
+			if era.modern {
+				req = r.modernRequest(ctx, t, modernMsg(1, "tools/call", map[string]any{"name": "first"}, nil), nil)
+			} else {
+				c := r.client()
+				if _, err := c.Initialize(ctx); err != nil {
+					t.Fatal(err)
+				}
+				body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "first"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if req, err = c.NewRequest(ctx, http.MethodPost, body); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// No deadline, as net/http's own request context has none: the
+			// request's context is detached from it.
+			gone, leave := context.WithCancel(context.Background())
+			leave()
+			r.h.ServeHTTP(httptest.NewRecorder(), req.WithContext(gone))
+			select {
+			case err := <-errs:
+				if err == nil {
+					t.Error("the tool of a request whose client had left ran with a live context")
+				}
+			default:
+				t.Fatal("the tool did not run")
+			}
+		})
+	}
 }
