@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -41,8 +42,11 @@ var errTooManyLetGo = errors.New("the response ended while the session had as ma
 
 // errClientLeft ends a POST request whose client closed its connection,
 // when the request's context is not the client's (clientGone): a
-// resumable one's response, or a request detachedContext detached.
-var errClientLeft = errors.New("the client closed its connection")
+// resumable one's response, or a request detachedContext detached. It is
+// a context.Canceled, the cause a context derived from the client's would
+// have ended with (whatever ended the client's context: its leaving, a
+// middleware's cancel, the server's close).
+var errClientLeft = fmt.Errorf("the client closed its connection: %w", context.Canceled)
 
 // resumablePost reports whether a request's SSE response is recorded and
 // resumable.
