@@ -19,11 +19,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
 	"runtime"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/lifeline-mcp/lifeline/bench"
 )
@@ -34,8 +37,15 @@ func main() {
 	conc := flag.Int("conc", 16, "sessions, one client each")
 	modern := flag.Bool("modern", false, "speak protocol 2026-07-28 (sessionless) to the peer")
 	floorChecks := flag.Bool("floor-header-checks", false, "the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)")
+	metrics := flag.Bool("metrics", false, "install an SDK MeterProvider (a ManualReader), as cmd/otelcost's metrics peer")
 	flag.Parse()
-	p, err := bench.StartPeer(*peer, bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, FloorHeaderChecks: *floorChecks})
+	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, FloorHeaderChecks: *floorChecks}
+	if *metrics {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		defer func() { _ = mp.Shutdown(context.Background()) }()
+		o.MeterProvider = mp
+	}
+	p, err := bench.StartPeer(*peer, o)
 	if err != nil {
 		log.Fatal(err)
 	}
