@@ -304,10 +304,11 @@ type Config struct {
 	// id, a request id or any other value a client can vary without bound.
 	// Default otel.GetMeterProvider(): nothing is recorded until the
 	// application installs an SDK provider, and recording costs the
-	// request path no allocation. Counters and up-down counters are
-	// asynchronous: the transport keeps each as an atomic, reported when
-	// the provider collects, so a count costs a request one atomic add
-	// with an SDK installed too; the durations are histograms.
+	// request path no allocation. The four counts most requests make
+	// (lifeline.http.responses, lifeline.messages.queued,
+	// lifeline.events.recorded, lifeline.store.calls) are asynchronous:
+	// kept as atomics from New and read when the provider collects, so
+	// they cost a request one atomic add with an SDK installed too.
 	MeterProvider metric.MeterProvider
 
 	// Stock options (issue 14): the versions served and per-request

@@ -2,6 +2,7 @@ package streamable_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,7 +22,7 @@ import (
 // synchronous counter's would be: the provider's last collection (its own
 // Shutdown's, after the server's) sees the requests served and the
 // sessions that Shutdown ended.
-func TestMetricCountsOutliveShutdown(t *testing.T) {
+func TestHotCountsOutliveShutdown(t *testing.T) {
 	mr := newMeterRig(t)
 	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
 		MeterProvider: mr.mp, HeartbeatInterval: testHeartbeat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -55,11 +56,11 @@ func TestMetricCountsOutliveShutdown(t *testing.T) {
 }
 
 // syncCounterSpy is a MeterProvider (no-op otherwise) that lists the
-// synchronous counters and up-down counters made from it.
+// synchronous counters made from it.
 type syncCounterSpy struct {
 	noop.MeterProvider
 	mu    sync.Mutex
-	names []string
+	names map[string]bool
 }
 
 func (p *syncCounterSpy) Meter(string, ...metric.MeterOption) metric.Meter {
@@ -69,7 +70,7 @@ func (p *syncCounterSpy) Meter(string, ...metric.MeterOption) metric.Meter {
 func (p *syncCounterSpy) made(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.names = append(p.names, name)
+	p.names[name] = true
 }
 
 type spyMeter struct {
@@ -82,26 +83,14 @@ func (m spyMeter) Int64Counter(name string, o ...metric.Int64CounterOption) (met
 	return m.Meter.Int64Counter(name, o...)
 }
 
-func (m spyMeter) Int64UpDownCounter(name string, o ...metric.Int64UpDownCounterOption) (metric.Int64UpDownCounter, error) {
-	m.p.made(name)
-	return m.Meter.Int64UpDownCounter(name, o...)
-}
+// hotCountNames are the counts most requests make.
+var hotCountNames = []string{"lifeline.http.responses", "lifeline.messages.queued", "lifeline.events.recorded", "lifeline.store.calls"}
 
-func (m spyMeter) Float64Counter(name string, o ...metric.Float64CounterOption) (metric.Float64Counter, error) {
-	m.p.made(name)
-	return m.Meter.Float64Counter(name, o...)
-}
-
-func (m spyMeter) Float64UpDownCounter(name string, o ...metric.Float64UpDownCounterOption) (metric.Float64UpDownCounter, error) {
-	m.p.made(name)
-	return m.Meter.Float64UpDownCounter(name, o...)
-}
-
-// No count costs a request the SDK's recording path: the handler makes no
-// synchronous counter or up-down counter (each is an atomic the provider
-// reads when it collects); only the durations are recorded as they happen.
-func TestMetricCountsAreAsynchronous(t *testing.T) {
-	spy := &syncCounterSpy{}
+// The counts most requests make cost them no SDK recording path: the
+// handler makes none of them a synchronous counter (each is an atomic the
+// provider reads when it collects). The rarer counts stay synchronous.
+func TestHotCountsAreAsynchronous(t *testing.T) {
+	spy := &syncCounterSpy{names: map[string]bool{}}
 	r := newRig(t, streamable.Config{MeterProvider: spy})
 	c := r.session()
 	if _, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"}); err != nil {
@@ -109,7 +98,49 @@ func TestMetricCountsAreAsynchronous(t *testing.T) {
 	}
 	spy.mu.Lock()
 	defer spy.mu.Unlock()
-	if len(spy.names) > 0 {
-		t.Errorf("synchronous counters made: %v", spy.names)
+	for _, name := range hotCountNames {
+		if spy.names[name] {
+			t.Errorf("%s is a synchronous counter", name)
+		}
 	}
+	if !spy.names["lifeline.sessions.created"] {
+		t.Errorf("the spy saw no synchronous counter at all: %v", spy.names)
+	}
+}
+
+// refusingProvider refuses one asynchronous counter, as a provider that
+// finds the name bad would: a working no-op instrument and an error.
+type refusingProvider struct {
+	metric.MeterProvider
+	name string
+}
+
+func (p refusingProvider) Meter(n string, o ...metric.MeterOption) metric.Meter {
+	return refusingMeter{Meter: p.MeterProvider.Meter(n, o...), name: p.name}
+}
+
+type refusingMeter struct {
+	metric.Meter
+	name string
+}
+
+func (m refusingMeter) Int64ObservableCounter(name string, o ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
+	if name == m.name {
+		return noop.Int64ObservableCounter{}, errors.New("refused")
+	}
+	return m.Meter.Int64ObservableCounter(name, o...)
+}
+
+// A hot count the provider refuses loses its own points only: the others
+// are still reported.
+func TestRefusedHotCountLosesOnlyItself(t *testing.T) {
+	mr := newMeterRig(t)
+	r := newRig(t, streamable.Config{MeterProvider: refusingProvider{MeterProvider: mr.mp, name: "lifeline.messages.queued"}})
+	c := r.session()
+	if _, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	ms := mr.collect()
+	ms.check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok"))
+	ms.check(t, 1, "lifeline.sessions.created")
 }
