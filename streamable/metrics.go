@@ -179,7 +179,7 @@ func (m *meters) observeDrops(mp metric.MeterProvider, d interface{ BroadcastsDr
 }
 
 // stop unregisters lifeline.bus.dropped's callback (Shutdown), and the
-// hot counts' if nothing collects them (hotCounts.stop).
+// hot counts' if they counted nothing (hotCounts.stop).
 func (m *meters) stop() {
 	if m.dropsReg != nil {
 		_ = m.dropsReg.Unregister()

@@ -12,17 +12,28 @@ import (
 // hotCounts are the counts most requests make: lifeline.http.responses
 // (every answer), lifeline.messages.queued (every notification a tool
 // sends), lifeline.events.recorded (every message a resumable stream
-// records) and lifeline.store.calls (a session's store touch). Each is an asynchronous counter: the transport adds to an
-// atomic, and one callback reports them when the provider collects. A
-// count costs a request one atomic add with an SDK installed too, where a
+// records) and lifeline.store.calls (a session's store touch). Each is an
+// asynchronous counter: the transport adds to an atomic, and a callback
+// reports the atomics when the provider collects. A count
+// costs a request one atomic add with an SDK installed too, where a
 // synchronous counter's Add runs the SDK's whole recording path (the
 // attribute set resolved and deduplicated, the aggregator's map,
 // exemplars). The rest of lifeline's counters count rarer things and stay
 // synchronous.
 //
+// The callbacks stay registered after Shutdown and report the live
+// atomics, so that an answer given after it (503, shutting down) is
+// counted and a later collection (the provider's own Shutdown's, after
+// the server's) reports the totals, as it would a synchronous counter's.
+// What stays registered is this struct (its atomics, about 1.7 KB) and
+// the callback, not the Handler: the attribute sets are the package's
+// tables. A handler that counted nothing drops its registration at
+// Shutdown (stop).
+//
 // Counted from New: an SDK installed later as the global provider reports
 // these totals from the handler's start (a synchronous counter's from the
-// install).
+// install). As for any asynchronous counter, a reader with delta
+// temporality gets a zero point for a count that did not move.
 type hotCounts struct {
 	responses [numCauses]atomic.Int64
 	queued    atomic.Int64
@@ -30,102 +41,150 @@ type hotCounts struct {
 	storeOK   [numStoreOps]atomic.Int64
 	storeErr  [numStoreOps][numStoreErrs]atomic.Int64
 
-	// view lists what the callback reports: every count, or after stop
-	// the totals of those that counted. The callback holds only view.
-	view *atomic.Pointer[[]hotCount]
-	reg  metric.Registration // nil when nothing was registered
+	regs []metric.Registration // the callback's (one per instrument when one was refused)
 }
 
-// hotCount is one value the callback reports: a count under one attribute
-// set of one instrument.
-type hotCount struct {
-	inst metric.Int64ObservableCounter
-	n    *atomic.Int64
-	opts []metric.ObserveOption
-}
-
-// newHotCounts makes the three instruments from mt and registers their
-// callback. An instrument the provider refuses loses its own count only:
-// it is left out of the registration.
-func newHotCounts(mt metric.Meter) *hotCounts {
-	h := &hotCounts{view: new(atomic.Pointer[[]hotCount])}
-	var view []hotCount
-	var insts []metric.Observable
-	counter := func(name, unit, desc string) (metric.Int64ObservableCounter, bool) {
-		c, err := mt.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		if err != nil {
-			return nil, false
+// The attribute sets the hot counts are reported with: fixed tables, made
+// once for the package and never written after, shared by every handler.
+var (
+	responseSets = func() (t [numCauses][]metric.ObserveOption) {
+		for c := causeNone + 1; c < numCauses; c++ {
+			t[c] = observeSet(semconv.HTTPResponseStatusCode(causes[c].status), keyCause.String(causes[c].token))
 		}
-		insts = append(insts, c)
-		return c, true
-	}
-	if c, ok := counter("lifeline.http.responses", "{response}", "HTTP answers, by http.response.status_code and lifeline.cause."); ok {
-		for cause := causeNone + 1; cause < numCauses; cause++ {
-			view = append(view, hotCount{inst: c, n: &h.responses[cause],
-				opts: observeSet(semconv.HTTPResponseStatusCode(causes[cause].status), keyCause.String(causes[cause].token))})
-		}
-	}
-	if c, ok := counter("lifeline.messages.queued", "{message}", "Messages queued for a stream (notifications and server-to-client requests)."); ok {
-		view = append(view, hotCount{inst: c, n: &h.queued})
-	}
-	if c, ok := counter("lifeline.events.recorded", "{event}", "Messages recorded in the event log for resumption."); ok {
-		view = append(view, hotCount{inst: c, n: &h.recorded})
-	}
-	if c, ok := counter("lifeline.store.calls", "{call}", "Session store calls, by lifeline.store.operation, with error.type when they failed."); ok {
+		return t
+	}()
+	storeOKSets = func() (t [numStoreOps][]metric.ObserveOption) {
 		for op := range numStoreOps {
-			name := keyStoreOp.String(storeOpNames[op])
-			view = append(view, hotCount{inst: c, n: &h.storeOK[op], opts: observeSet(name)})
+			t[op] = observeSet(keyStoreOp.String(storeOpNames[op]))
+		}
+		return t
+	}()
+	storeErrSets = func() (t [numStoreOps][numStoreErrs][]metric.ObserveOption) {
+		for op := range numStoreOps {
 			for e := range numStoreErrs {
-				view = append(view, hotCount{inst: c, n: &h.storeErr[op][e], opts: observeSet(name, semconv.ErrorTypeKey.String(storeErrTokens[e]))})
+				t[op][e] = observeSet(keyStoreOp.String(storeOpNames[op]), semconv.ErrorTypeKey.String(storeErrTokens[e]))
 			}
 		}
-	}
-	h.view.Store(&view)
-	if len(insts) > 0 {
-		h.reg, _ = mt.RegisterCallback(observeHot(h.view), insts...)
-	}
-	return h
-}
+		return t
+	}()
+)
 
-// observeSet is the observation options of one precomputed attribute set.
+// observeSet is the observation options of one attribute set.
 func observeSet(kvs ...attribute.KeyValue) []metric.ObserveOption {
 	return []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
 }
 
-// observeHot is the callback reporting view: it runs on the goroutine
-// collecting (the reader's or the exporter's; lifeline starts none), reads
-// atomics and allocates nothing. A count that never counted has no point,
-// as a synchronous counter never added to has none.
-func observeHot(view *atomic.Pointer[[]hotCount]) metric.Callback {
-	return func(_ context.Context, o metric.Observer) error {
-		for _, c := range *view.Load() {
-			if n := c.n.Load(); n > 0 {
-				o.ObserveInt64(c.inst, n, c.opts...)
-			}
-		}
-		return nil
+// newHotCounts makes the four instruments from mt and registers their
+// callback: it runs on the goroutine collecting (the reader's or
+// the exporter's; lifeline starts none), reads atomics and allocates
+// nothing; a count that never counted has no point, as a synchronous
+// counter never added to has none. An instrument the provider returns with
+// an error is kept (the SDK's works for the readers that could take it);
+// when the provider refuses the registration (an instrument of another
+// implementation among them, say), each is registered alone, so that the
+// refused one loses its own count only.
+func newHotCounts(mt metric.Meter) *hotCounts {
+	h := &hotCounts{}
+	type instrument struct {
+		c      metric.Int64ObservableCounter
+		report func(metric.Observer, metric.Int64ObservableCounter)
 	}
+	var insts []instrument
+	observe := func(name, unit, desc string, report func(metric.Observer, metric.Int64ObservableCounter)) {
+		if c, _ := mt.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc)); c != nil {
+			insts = append(insts, instrument{c, report})
+		}
+	}
+	observe("lifeline.http.responses", "{response}", "HTTP answers, by http.response.status_code and lifeline.cause.",
+		func(o metric.Observer, c metric.Int64ObservableCounter) {
+			for cause := causeNone + 1; cause < numCauses; cause++ {
+				if n := h.responses[cause].Load(); n > 0 {
+					o.ObserveInt64(c, n, responseSets[cause]...)
+				}
+			}
+		})
+	observe("lifeline.messages.queued", "{message}", "Messages queued for a stream (notifications and server-to-client requests).",
+		func(o metric.Observer, c metric.Int64ObservableCounter) {
+			if n := h.queued.Load(); n > 0 {
+				o.ObserveInt64(c, n)
+			}
+		})
+	observe("lifeline.events.recorded", "{event}", "Messages recorded in the event log for resumption.",
+		func(o metric.Observer, c metric.Int64ObservableCounter) {
+			if n := h.recorded.Load(); n > 0 {
+				o.ObserveInt64(c, n)
+			}
+		})
+	observe("lifeline.store.calls", "{call}", "Session store calls, by lifeline.store.operation, with error.type when they failed.",
+		func(o metric.Observer, c metric.Int64ObservableCounter) {
+			for op := range numStoreOps {
+				if n := h.storeOK[op].Load(); n > 0 {
+					o.ObserveInt64(c, n, storeOKSets[op]...)
+				}
+				for e := range numStoreErrs {
+					if n := h.storeErr[op][e].Load(); n > 0 {
+						o.ObserveInt64(c, n, storeErrSets[op][e]...)
+					}
+				}
+			}
+		})
+	register := func(insts []instrument) error {
+		observables := make([]metric.Observable, len(insts))
+		for i, in := range insts {
+			observables[i] = in.c
+		}
+		reg, err := mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			for _, in := range insts {
+				in.report(o, in.c)
+			}
+			return nil
+		}, observables...)
+		if err == nil {
+			h.regs = append(h.regs, reg)
+		}
+		return err
+	}
+	if len(insts) > 0 && register(insts) != nil {
+		for i := range insts { // one is refused: the others alone
+			_ = register(insts[i : i+1])
+		}
+	}
+	return h
 }
 
-// stop (Shutdown) narrows the view to the totals of the counts that
-// counted and keeps the registration for them, so that the provider's
-// later collections (its own Shutdown's, after the server's) still report
-// them, as they would a synchronous counter's. What stays registered is
-// the view: those totals and their attribute sets (with the provider's
-// own record of the registration, 1-2 KB), not hotCounts or the Handler. With nothing counted, the registration
-// goes too. A count made after stop (by a request Shutdown gave up
-// waiting for) is not reported.
-func (h *hotCounts) stop() {
-	var kept []hotCount
-	for _, c := range *h.view.Load() {
-		if n := c.n.Load(); n > 0 {
-			total := new(atomic.Int64)
-			total.Store(n)
-			kept = append(kept, hotCount{inst: c.inst, n: total, opts: c.opts})
+// counted reports whether any hot count counted.
+func (h *hotCounts) counted() bool {
+	if h.queued.Load() > 0 || h.recorded.Load() > 0 {
+		return true
+	}
+	for i := range h.responses {
+		if h.responses[i].Load() > 0 {
+			return true
 		}
 	}
-	h.view.Store(&kept)
-	if len(kept) == 0 && h.reg != nil {
-		_ = h.reg.Unregister()
+	for op := range numStoreOps {
+		if h.storeOK[op].Load() > 0 {
+			return true
+		}
+		for e := range numStoreErrs {
+			if h.storeErr[op][e].Load() > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stop (Shutdown, after every goroutine of the handler's has ended) drops
+// the registrations of a handler that counted nothing, so that one made
+// and shut down unused leaves nothing registered; one that counted keeps
+// them (hotCounts). A request answered after Shutdown by a handler that
+// had counted nothing is not counted.
+func (h *hotCounts) stop() {
+	if h.counted() {
+		return
+	}
+	for _, reg := range h.regs {
+		_ = reg.Unregister()
 	}
 }

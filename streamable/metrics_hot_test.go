@@ -20,8 +20,8 @@ import (
 
 // The counts of a handler that was shut down are still reported, as a
 // synchronous counter's would be: the provider's last collection (its own
-// Shutdown's, after the server's) sees the requests served and the
-// sessions that Shutdown ended.
+// Shutdown's, after the server's) sees the requests served, the sessions
+// that Shutdown ended and the answers given after it.
 func TestHotCountsOutliveShutdown(t *testing.T) {
 	mr := newMeterRig(t)
 	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
@@ -44,7 +44,14 @@ func TestHotCountsOutliveShutdown(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 
+	// The handler still behind its listener (lifeline.Server shuts the
+	// handler down first) answers a new client 503, and counts it.
+	if _, err := testutil.NewClient(ts.URL).Initialize(ctx); err == nil {
+		t.Fatal("an initialize after Shutdown succeeded")
+	}
+
 	ms := mr.collect()
+	ms.check(t, 1, "lifeline.http.responses", attrStatus(503), attrCause("shutting_down"))
 	ms.check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok")) // initialize, tools/call
 	ms.check(t, 1, "lifeline.http.responses", attrStatus(202), attrCause("accepted"))
 	ms.check(t, 1, "lifeline.sessions.created")

@@ -39,9 +39,11 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	h.watch.closeReads()
 	close(h.stopSweep)
 	// The sweeper stops between sessions; an expiry in progress takes at
-	// most the cleanup timeout, and is joined at the end.
-	defer func() { <-h.sweepDone }()
+	// most the cleanup timeout, and is joined at the end, before the
+	// meters stop (deferred first, so run last: a store call the sweeper
+	// has in flight is counted).
 	defer h.met.stop()
+	defer func() { <-h.sweepDone }()
 
 	sessions := h.snapshot()
 	var exits []<-chan struct{}
