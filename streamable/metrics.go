@@ -178,13 +178,12 @@ func (m *meters) observeDrops(mp metric.MeterProvider, d interface{ BroadcastsDr
 	}, c)
 }
 
-// stop unregisters lifeline.bus.dropped's callback (Shutdown), and the
-// hot counts' if they counted nothing (hotCounts.stop).
+// stop unregisters lifeline.bus.dropped's callback, which reads the
+// store (Shutdown); the hot counts' stays (hotCounts).
 func (m *meters) stop() {
 	if m.dropsReg != nil {
 		_ = m.dropsReg.Unregister()
 	}
-	m.hot.stop()
 }
 
 var bg = context.Background()

@@ -21,14 +21,14 @@ import (
 // exemplars). The rest of lifeline's counters count rarer things and stay
 // synchronous.
 //
-// The callbacks stay registered after Shutdown and report the live
-// atomics, so that an answer given after it (503, shutting down) is
-// counted and a later collection (the provider's own Shutdown's, after
+// The callback stays registered for the provider's life, Shutdown or
+// not, and reports the live atomics, so that an answer given after
+// Shutdown (503, shutting down, by a handler still behind its listener)
+// is counted and a later collection (the provider's own Shutdown's, after
 // the server's) reports the totals, as it would a synchronous counter's.
 // What stays registered is this struct (its atomics, about 1.7 KB) and
 // the callback, not the Handler: the attribute sets are the package's
-// tables. A handler that counted nothing drops its registration at
-// Shutdown (stop).
+// tables.
 //
 // Counted from New: an SDK installed later as the global provider reports
 // these totals from the handler's start (a synchronous counter's from the
@@ -40,8 +40,6 @@ type hotCounts struct {
 	recorded  atomic.Int64
 	storeOK   [numStoreOps]atomic.Int64
 	storeErr  [numStoreOps][numStoreErrs]atomic.Int64
-
-	regs []metric.Registration // the callback's (one per instrument when one was refused)
 }
 
 // The attribute sets the hot counts are reported with: fixed tables, made
@@ -80,9 +78,9 @@ func observeSet(kvs ...attribute.KeyValue) []metric.ObserveOption {
 // nothing; a count that never counted has no point, as a synchronous
 // counter never added to has none. An instrument the provider returns with
 // an error is kept (the SDK's works for the readers that could take it);
-// when the provider refuses the registration (an instrument of another
-// implementation among them, say), each is registered alone, so that the
-// refused one loses its own count only.
+// when the provider refuses the registration whole (an instrument of
+// another implementation among them, say), each is registered alone, so
+// that the refused one loses its own count only.
 func newHotCounts(mt metric.Meter) *hotCounts {
 	h := &hotCounts{}
 	type instrument struct {
@@ -128,7 +126,7 @@ func newHotCounts(mt metric.Meter) *hotCounts {
 				}
 			}
 		})
-	register := func(insts []instrument) error {
+	register := func(insts []instrument) bool {
 		observables := make([]metric.Observable, len(insts))
 		for i, in := range insts {
 			observables[i] = in.c
@@ -139,52 +137,15 @@ func newHotCounts(mt metric.Meter) *hotCounts {
 			}
 			return nil
 		}, observables...)
-		if err == nil {
-			h.regs = append(h.regs, reg)
-		}
-		return err
+		// A provider may register what it could take and report what it
+		// refused: a registration is kept whenever there is one, so that
+		// nothing is registered twice.
+		return reg != nil || err == nil
 	}
-	if len(insts) > 0 && register(insts) != nil {
-		for i := range insts { // one is refused: the others alone
-			_ = register(insts[i : i+1])
+	if len(insts) > 0 && !register(insts) {
+		for i := range insts { // refused whole: each alone
+			register(insts[i : i+1])
 		}
 	}
 	return h
-}
-
-// counted reports whether any hot count counted.
-func (h *hotCounts) counted() bool {
-	if h.queued.Load() > 0 || h.recorded.Load() > 0 {
-		return true
-	}
-	for i := range h.responses {
-		if h.responses[i].Load() > 0 {
-			return true
-		}
-	}
-	for op := range numStoreOps {
-		if h.storeOK[op].Load() > 0 {
-			return true
-		}
-		for e := range numStoreErrs {
-			if h.storeErr[op][e].Load() > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// stop (Shutdown, after every goroutine of the handler's has ended) drops
-// the registrations of a handler that counted nothing, so that one made
-// and shut down unused leaves nothing registered; one that counted keeps
-// them (hotCounts). A request answered after Shutdown by a handler that
-// had counted nothing is not counted.
-func (h *hotCounts) stop() {
-	if h.counted() {
-		return
-	}
-	for _, reg := range h.regs {
-		_ = reg.Unregister()
-	}
 }

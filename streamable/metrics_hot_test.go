@@ -151,3 +151,61 @@ func TestRefusedHotCountLosesOnlyItself(t *testing.T) {
 	ms.check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok"))
 	ms.check(t, 1, "lifeline.sessions.created")
 }
+
+// A handler shut down before it served anything (a replica stopped early
+// in a deploy) counts the 503s it gives while still behind its listener.
+func TestHotCountsOfAnUnusedHandlerCountAfterShutdown(t *testing.T) {
+	mr := newMeterRig(t)
+	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
+		MeterProvider: mr.mp, HeartbeatInterval: testHeartbeat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx := testutil.Context(t, wait)
+	if err := h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := testutil.NewClient(ts.URL).Initialize(ctx); err == nil {
+			t.Fatal("an initialize after Shutdown succeeded")
+		}
+	}
+	mr.collect().check(t, 3, "lifeline.http.responses", attrStatus(503), attrCause("shutting_down"))
+}
+
+// foreignMeterProvider returns one asynchronous counter from another
+// meter, with an error: the SDK registers the rest of a callback's
+// instruments and returns the registration with an error.
+type foreignMeterProvider struct {
+	metric.MeterProvider
+	name string
+}
+
+func (p foreignMeterProvider) Meter(n string, o ...metric.MeterOption) metric.Meter {
+	return foreignMeter{Meter: p.MeterProvider.Meter(n, o...), other: p.MeterProvider.Meter("elsewhere"), name: p.name}
+}
+
+type foreignMeter struct {
+	metric.Meter
+	other metric.Meter
+	name  string
+}
+
+func (m foreignMeter) Int64ObservableCounter(name string, o ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
+	if name == m.name {
+		c, _ := m.other.Int64ObservableCounter(name, o...)
+		return c, errors.New("refused")
+	}
+	return m.Meter.Int64ObservableCounter(name, o...)
+}
+
+// A registration the provider returns with an error is kept, not made
+// again: no count is reported twice.
+func TestHotCountsPartlyRegisteredCountOnce(t *testing.T) {
+	mr := newMeterRig(t)
+	r := newRig(t, streamable.Config{MeterProvider: foreignMeterProvider{MeterProvider: mr.mp, name: "lifeline.messages.queued"}})
+	c := r.session()
+	if _, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	mr.collect().check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok"))
+}
