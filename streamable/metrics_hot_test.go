@@ -3,6 +3,7 @@ package streamable_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -115,41 +116,55 @@ func TestHotCountsAreAsynchronous(t *testing.T) {
 	}
 }
 
-// refusingProvider refuses one asynchronous counter, as a provider that
-// finds the name bad would: a working no-op instrument and an error.
+// refusingProvider refuses one asynchronous counter with an error, giving
+// either a no-op instrument (the SDK then refuses a registration that
+// names it, whole) or foreign: one of another meter (the SDK registers the
+// rest and returns the registration with an error).
 type refusingProvider struct {
 	metric.MeterProvider
-	name string
+	name    string
+	foreign bool
 }
 
 func (p refusingProvider) Meter(n string, o ...metric.MeterOption) metric.Meter {
-	return refusingMeter{Meter: p.MeterProvider.Meter(n, o...), name: p.name}
+	return refusingMeter{Meter: p.MeterProvider.Meter(n, o...), other: p.MeterProvider.Meter("elsewhere"), p: p}
 }
 
 type refusingMeter struct {
 	metric.Meter
-	name string
+	other metric.Meter
+	p     refusingProvider
 }
 
 func (m refusingMeter) Int64ObservableCounter(name string, o ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
-	if name == m.name {
-		return noop.Int64ObservableCounter{}, errors.New("refused")
+	switch {
+	case name != m.p.name:
+		return m.Meter.Int64ObservableCounter(name, o...)
+	case m.p.foreign:
+		c, _ := m.other.Int64ObservableCounter(name, o...)
+		return c, errors.New("refused")
 	}
-	return m.Meter.Int64ObservableCounter(name, o...)
+	return noop.Int64ObservableCounter{}, errors.New("refused")
 }
 
 // A hot count the provider refuses loses its own points only: the others
-// are still reported.
+// are still reported, each once, whether the provider refused the
+// callback's registration whole (each instrument is then registered alone)
+// or made it in part (it is kept, not made again).
 func TestRefusedHotCountLosesOnlyItself(t *testing.T) {
-	mr := newMeterRig(t)
-	r := newRig(t, streamable.Config{MeterProvider: refusingProvider{MeterProvider: mr.mp, name: "lifeline.messages.queued"}})
-	c := r.session()
-	if _, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"}); err != nil {
-		t.Fatal(err)
+	for _, foreign := range []bool{false, true} {
+		t.Run(fmt.Sprintf("foreign=%v", foreign), func(t *testing.T) {
+			mr := newMeterRig(t)
+			r := newRig(t, streamable.Config{MeterProvider: refusingProvider{MeterProvider: mr.mp, name: "lifeline.messages.queued", foreign: foreign}})
+			c := r.session()
+			if _, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"}); err != nil {
+				t.Fatal(err)
+			}
+			ms := mr.collect()
+			ms.check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok"))
+			ms.check(t, 1, "lifeline.sessions.created")
+		})
 	}
-	ms := mr.collect()
-	ms.check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok"))
-	ms.check(t, 1, "lifeline.sessions.created")
 }
 
 // A handler shut down before it served anything (a replica stopped early
@@ -170,42 +185,4 @@ func TestHotCountsOfAnUnusedHandlerCountAfterShutdown(t *testing.T) {
 		}
 	}
 	mr.collect().check(t, 3, "lifeline.http.responses", attrStatus(503), attrCause("shutting_down"))
-}
-
-// foreignMeterProvider returns one asynchronous counter from another
-// meter, with an error: the SDK registers the rest of a callback's
-// instruments and returns the registration with an error.
-type foreignMeterProvider struct {
-	metric.MeterProvider
-	name string
-}
-
-func (p foreignMeterProvider) Meter(n string, o ...metric.MeterOption) metric.Meter {
-	return foreignMeter{Meter: p.MeterProvider.Meter(n, o...), other: p.MeterProvider.Meter("elsewhere"), name: p.name}
-}
-
-type foreignMeter struct {
-	metric.Meter
-	other metric.Meter
-	name  string
-}
-
-func (m foreignMeter) Int64ObservableCounter(name string, o ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
-	if name == m.name {
-		c, _ := m.other.Int64ObservableCounter(name, o...)
-		return c, errors.New("refused")
-	}
-	return m.Meter.Int64ObservableCounter(name, o...)
-}
-
-// A registration the provider returns with an error is kept, not made
-// again: no count is reported twice.
-func TestHotCountsPartlyRegisteredCountOnce(t *testing.T) {
-	mr := newMeterRig(t)
-	r := newRig(t, streamable.Config{MeterProvider: foreignMeterProvider{MeterProvider: mr.mp, name: "lifeline.messages.queued"}})
-	c := r.session()
-	if _, err := c.CallTool(testutil.Context(t, wait), "echo", map[string]any{"text": "x"}); err != nil {
-		t.Fatal(err)
-	}
-	mr.collect().check(t, 2, "lifeline.http.responses", attrStatus(200), attrCause("ok"))
 }
