@@ -19,16 +19,29 @@ import (
 	"github.com/lifeline-mcp/lifeline/testutil"
 )
 
+// shutDownByTheTest serves the demo server through a handler metered by
+// a new meter rig, leaving Shutdown to the test (made again, a no-op then,
+// when the test ends, before its server closes).
+func shutDownByTheTest(t *testing.T) (*meterRig, *streamable.Handler, *httptest.Server) {
+	mr := newMeterRig(t)
+	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
+		MeterProvider: mr.mp, HeartbeatInterval: testHeartbeat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+	})
+	return mr, h, ts
+}
+
 // The counts of a handler that was shut down are still reported, as a
 // synchronous counter's would be: the provider's last collection (its own
 // Shutdown's, after the server's) sees the requests served, the sessions
 // that Shutdown ended and the answers given after it.
 func TestHotCountsOutliveShutdown(t *testing.T) {
-	mr := newMeterRig(t)
-	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
-		MeterProvider: mr.mp, HeartbeatInterval: testHeartbeat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	mr, h, ts := shutDownByTheTest(t)
 	ctx := testutil.Context(t, wait)
 	c := testutil.NewClient(ts.URL)
 	if _, err := c.Initialize(ctx); err != nil {
@@ -170,11 +183,7 @@ func TestRefusedHotCountLosesOnlyItself(t *testing.T) {
 // A handler shut down before it served anything (a replica stopped early
 // in a deploy) counts the 503s it gives while still behind its listener.
 func TestHotCountsOfAnUnusedHandlerCountAfterShutdown(t *testing.T) {
-	mr := newMeterRig(t)
-	h := streamable.New(demotools.NewServer("lifeline-test", "1"), streamable.Config{
-		MeterProvider: mr.mp, HeartbeatInterval: testHeartbeat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	mr, h, ts := shutDownByTheTest(t)
 	ctx := testutil.Context(t, wait)
 	if err := h.Shutdown(ctx); err != nil {
 		t.Fatal(err)
