@@ -100,7 +100,9 @@ func appendMeta(b []byte, m *mcp.Meta) ([]byte, error) {
 	for k, v := range m.AdditionalFields {
 		members = append(members, member{k, v})
 	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	if len(members) > 1 { // mcp-go's 2026-07-28 results carry one: its server's identity
+		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	}
 	b = append(b, '{')
 	for i, e := range members {
 		if i > 0 {

@@ -62,6 +62,11 @@ type Handler struct {
 	shared       bool   // the store is shared with other replicas (cluster.go)
 	callBase     int64  // first server-to-client request id of each session
 
+	// What ephemeral sessions' ids are made of (ephemeralID): the tag,
+	// drawn by New, and the last number given.
+	ephemeralTag string
+	ephemeralSeq atomic.Uint64
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	// Of sessions, those serving a 2026-07-28 request (not counted in
@@ -145,6 +150,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		watch:      newRequestWatch(cfg.HeartbeatInterval),
 	}
 	h.store = meteredStore{inner: cfg.Store, m: h.met}
+	h.ephemeralTag = ephemeralTag()
 	if h.shared {
 		h.callBase = callIDBase()
 	}

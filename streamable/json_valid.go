@@ -1,5 +1,10 @@
 package streamable
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // maxJSONDepth is how deeply encoding/json lets arrays and objects nest.
 const maxJSONDepth = 10000
 
@@ -149,9 +154,21 @@ func (t *topMembers) end(i int) {
 }
 
 // stringEnd returns the index just past the JSON string that starts at i
-// (b[i] is '"'), or -1 when it is not a valid one.
+// (b[i] is '"'), or -1 when it is not a valid one. It reads eight bytes at
+// a time up to the next byte that needs a look of its own (specialBytes).
 func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
+	j := i + 1
+	for {
+		for j+8 <= len(b) {
+			if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) / 8
+				break
+			}
+			j += 8
+		}
+		if j >= len(b) {
+			return -1
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j + 1
@@ -178,8 +195,30 @@ func stringEnd(b []byte, i int) int {
 		case c < 0x20:
 			return -1
 		}
+		j++
 	}
-	return -1
+}
+
+// Bytes of a word, for specialBytes.
+const (
+	eachByte  = 0x0101010101010101 // 1 in every byte
+	highBits  = 0x8080808080808080 // each byte's high bit
+	quotes    = '"' * eachByte
+	backslash = '\\' * eachByte
+)
+
+// specialBytes marks, in w (eight bytes of a string read as a
+// little-endian word), the bytes a string cannot hold as they stand: a
+// quote, a backslash or a control character (below 0x20). It is 0 when
+// there is none, and otherwise its lowest set bit is the high bit of the
+// first such byte (bytes after it may be marked whatever they are). Each
+// test is the standard one for a zero byte, x-0x01..01 & ^x with every
+// byte's high bit kept, whose first mark is exact (a borrow only reaches
+// the bytes above): a quote or backslash is a zero of w xor its
+// repetition, a control character a byte below 0x20 (x-0x20..20).
+func specialBytes(w uint64) uint64 {
+	q, bs := w^quotes, w^backslash
+	return ((q-eachByte)&^q | (bs-eachByte)&^bs | (w-0x20*eachByte)&^w) & highBits
 }
 
 // numberEnd returns the index just past the JSON number that starts at i,

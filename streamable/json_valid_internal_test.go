@@ -2,7 +2,9 @@ package streamable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,11 @@ var validJSONSeeds = []string{
 	`{"a":1}}`, `{"a":1} x`, " \t\r\n{}\n", "\v{}", `{1:2}`, `[true,false,null,"x",-1.5e3]`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
 	`{"a":{},"b":[],"c":"x","d":-1.5,"e":true,"f":null,"g":[{}],"h":{"i":[1]}}`,
+	// Strings long enough to be read a word at a time (stringEnd), a byte
+	// to look at in each place of a word.
+	`"abcdefghijklmnopqrstuvwxyz"`, `"abcdefg\\hijklmnop"`, `"abcdefgh\"ijklmnop"`, `"abcdefghi\u00e9jk"`,
+	"\"abcdefghij\x1fklmnop\"", "\"abcdefghijk\x7fl\xc3\xa9mnop\xff\"", `"abcdefghijkl`, `"abcdefghijklmnop\`,
+	`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`,
 	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}`, ` { "a" : [ 1 , 2 ] , "b" : { } } `,
 }
 
@@ -102,6 +109,33 @@ func TestValidJSONDepthIsEncodingJSONs(t *testing.T) {
 	}
 	if validJSON(nest(maxJSONDepth+1, "[", "[]", "]"), nil) {
 		t.Errorf("arrays nested %d deep accepted", maxJSONDepth+1)
+	}
+}
+
+// specialBytes finds in a word what a look at each of its bytes would:
+// every byte value in every place, beside every other byte value (a
+// borrow out of one byte's test must not hide the next's), the first
+// special byte marked first, none marked when there is none.
+func TestSpecialBytesIsEachBytesLook(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	for place := range 7 {
+		for c := range 256 {
+			for d := range 256 {
+				w := []byte("abcdefgh")
+				w[place], w[place+1] = byte(c), byte(d)
+				want := -1
+				if first := slices.IndexFunc(w, special); first >= 0 {
+					want = first
+				}
+				got := -1
+				if m := specialBytes(binary.LittleEndian.Uint64(w)); m != 0 {
+					got = bits.TrailingZeros64(m) / 8
+				}
+				if got != want {
+					t.Fatalf("specialBytes(%q) marks byte %d first, want %d (-1: none)", w, got, want)
+				}
+			}
+		}
 	}
 }
 

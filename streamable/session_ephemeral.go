@@ -6,37 +6,58 @@ import (
 )
 
 // newEphemeralSession makes the session one request runs on, in stateless
-// mode or of protocol 2026-07-28 (modern): its id, prefix and
-// ephemeralID's 26 characters, is never issued to a client, and no lookup
-// by a client's id finds the session (lookup, adoptOnce). It has no qMade
-// (bareSession):
+// mode or of protocol 2026-07-28 (modern): its id (Handler.ephemeralID) is
+// never issued to a client, and no lookup by a client's id finds the
+// session (lookup, adoptOnce). It has no qMade (bareSession):
 // that channel only wakes a pump at once when the session's queues are
 // made after the pump started, and a pump of an ephemeral session (with
 // replicas, should anything start one) learns it at its next idle tick
 // instead, or ends with the session's one request.
 func newEphemeralSession(h *Handler, prefix string, modern bool) *session {
-	s := bareSession(h, ephemeralID(prefix))
+	s := bareSession(h, h.ephemeralID(prefix))
 	s.stateless, s.modern = true, modern
 	return s
 }
 
-// base32 is the alphabet ephemeralID writes in (RFC 4648's, as rand.Text).
+// base32 is the alphabet ephemeral ids are written in (RFC 4648's, as
+// rand.Text).
 const base32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
-// ephemeralID returns prefix and 26 characters of base32 carrying 128
-// random bits from the runtime's per-thread generator: unique among a
-// handler's sessions but for a chance of about 2^-64 over 2^32 requests
-// running at once. It costs no call to the operating system's or
-// crypto/rand's generator, which a session id needs and an ephemeral
-// session's does not: nothing finds an ephemeral session by a client's id,
-// so a guessed one names nothing.
-func ephemeralID(prefix string) string {
-	b := make([]byte, len(prefix), len(prefix)+26)
-	copy(b, prefix)
-	for _, bits := range [2]uint64{rand.Uint64(), rand.Uint64()} {
-		for range 13 { // 12 characters of 5 bits and one of 4
-			b = append(b, base32[bits&31])
-			bits >>= 5
+// ephemeralTag returns 13 characters of base32 carrying 64 random bits
+// from the runtime's per-thread generator: what tells one Handler's
+// ephemeral ids from another's (New draws it once).
+func ephemeralTag() string {
+	var b [13]byte
+	bits := rand.Uint64()
+	for i := range b { // 12 characters of 5 bits and one of 4
+		b[i] = base32[bits&31]
+		bits >>= 5
+	}
+	return string(b[:])
+}
+
+// maxEphemeralPrefix is the longest prefix ephemeralID is given
+// ("stateless-").
+const maxEphemeralPrefix = 16
+
+// ephemeralID returns prefix, the handler's tag and a number that no
+// other call on h returns, in base32 (least significant digit first): an
+// id no other session of h has, and none of another Handler's but for a
+// chance of 2^-64 that the two drew the same tag (mcp-go keys the
+// requests in flight on one MCPServer by their session's id, and Handlers
+// may share an MCPServer). It costs an atomic add and one allocation: no
+// random bits a request, from the operating system's generator, which a
+// session id needs, nor from the runtime's. An ephemeral session's id
+// need not be a secret: nothing finds an ephemeral session by a client's
+// id, so a guessed one names nothing.
+func (h *Handler) ephemeralID(prefix string) string {
+	var buf [maxEphemeralPrefix + 13 + 13]byte
+	b := append(buf[:0], prefix...)
+	b = append(b, h.ephemeralTag...)
+	for n := h.ephemeralSeq.Add(1); ; n >>= 5 {
+		b = append(b, base32[n&31])
+		if n < 32 {
+			break
 		}
 	}
 	return string(b)

@@ -194,20 +194,26 @@ func TestClientIDsNeverNameAnEphemeralSession(t *testing.T) {
 	}
 }
 
-// ephemeralID writes its prefix and 26 characters of base32, a different
-// id each call.
+// ephemeralID writes its prefix, its handler's tag and a number, in
+// base32: a different id each call, and none another Handler gives.
 func TestEphemeralIDsAreBase32AndDistinct(t *testing.T) {
 	const n = 10000
-	seen := make(map[string]bool, n)
-	for range n {
-		id, ok := strings.CutPrefix(ephemeralID("p-"), "p-")
-		if !ok || len(id) != 26 || strings.Trim(id, base32) != "" {
-			t.Fatalf("ephemeralID(\"p-\") = %q: want p- and 26 characters of %s", id, base32)
+	handlers := [2]*Handler{newEphemeralRig(t), newEphemeralRig(t)}
+	if handlers[0].ephemeralTag == handlers[1].ephemeralTag {
+		t.Fatalf("two handlers drew the same tag %q", handlers[0].ephemeralTag)
+	}
+	seen := make(map[string]bool, 2*n)
+	for _, h := range handlers {
+		for range n {
+			id, ok := strings.CutPrefix(h.ephemeralID("p-"), "p-"+h.ephemeralTag)
+			if !ok || len(h.ephemeralTag) != 13 || id == "" || len(id) > 13 || strings.Trim(h.ephemeralTag+id, base32) != "" {
+				t.Fatalf("ephemeralID(\"p-\") = %q: want p-, the tag %q and up to 13 characters of %s", id, h.ephemeralTag, base32)
+			}
+			if seen[h.ephemeralTag+id] {
+				t.Fatalf("ephemeralID repeated %q", id)
+			}
+			seen[h.ephemeralTag+id] = true
 		}
-		if seen[id] {
-			t.Fatalf("ephemeralID repeated %q", id)
-		}
-		seen[id] = true
 	}
 }
 
