@@ -62,10 +62,7 @@ type Handler struct {
 	shared       bool   // the store is shared with other replicas (cluster.go)
 	callBase     int64  // first server-to-client request id of each session
 
-	// What ephemeral sessions' ids are made of (ephemeralID): the tag,
-	// drawn by New, and the last number given.
-	ephemeralTag string
-	ephemeralSeq atomic.Uint64
+	ephemeral ephemeralIDs // what ephemeral sessions' ids are made of (ephemeralID)
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -150,7 +147,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 		watch:      newRequestWatch(cfg.HeartbeatInterval),
 	}
 	h.store = meteredStore{inner: cfg.Store, m: h.met}
-	h.ephemeralTag = ephemeralTag()
+	h.ephemeral.tag = ephemeralTag()
 	if h.shared {
 		h.callBase = callIDBase()
 	}

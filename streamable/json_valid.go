@@ -201,10 +201,10 @@ func stringEnd(b []byte, i int) int {
 
 // Bytes of a word, for specialBytes.
 const (
-	eachByte  = 0x0101010101010101 // 1 in every byte
-	highBits  = 0x8080808080808080 // each byte's high bit
-	quotes    = '"' * eachByte
-	backslash = '\\' * eachByte
+	swarOnes      = 0x0101010101010101 // 1 in every byte
+	swarHighBits  = 0x8080808080808080 // each byte's high bit
+	swarQuotes    = '"' * swarOnes
+	swarBackslash = '\\' * swarOnes
 )
 
 // specialBytes marks, in w (eight bytes of a string read as a
@@ -217,8 +217,8 @@ const (
 // the bytes above): a quote or backslash is a zero of w xor its
 // repetition, a control character a byte below 0x20 (x-0x20..20).
 func specialBytes(w uint64) uint64 {
-	q, bs := w^quotes, w^backslash
-	return ((q-eachByte)&^q | (bs-eachByte)&^bs | (w-0x20*eachByte)&^w) & highBits
+	q, bs := w^swarQuotes, w^swarBackslash
+	return ((q-swarOnes)&^q | (bs-swarOnes)&^bs | (w-0x20*swarOnes)&^w) & swarHighBits
 }
 
 // numberEnd returns the index just past the JSON number that starts at i,

@@ -19,8 +19,10 @@ var validJSONSeeds = []string{
 	`{"a":1}}`, `{"a":1} x`, " \t\r\n{}\n", "\v{}", `{1:2}`, `[true,false,null,"x",-1.5e3]`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
 	`{"a":{},"b":[],"c":"x","d":-1.5,"e":true,"f":null,"g":[{}],"h":{"i":[1]}}`,
-	// Strings long enough to be read a word at a time (stringEnd), a byte
-	// to look at in each place of a word.
+	// Strings long enough to be read a word at a time (stringEnd): a byte
+	// to look at at the start, the end and inside a word, and in the tail
+	// read a byte at a time (TestSpecialBytesIsEachBytesLook tries every
+	// place).
 	`"abcdefghijklmnopqrstuvwxyz"`, `"abcdefg\\hijklmnop"`, `"abcdefgh\"ijklmnop"`, `"abcdefghi\u00e9jk"`,
 	"\"abcdefghij\x1fklmnop\"", "\"abcdefghijk\x7fl\xc3\xa9mnop\xff\"", `"abcdefghijkl`, `"abcdefghijklmnop\`,
 	`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`,

@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 )
 
 // newEphemeralSession makes the session one request runs on, in stateless
@@ -36,6 +37,13 @@ func ephemeralTag() string {
 	return string(b[:])
 }
 
+// ephemeralIDs is what a Handler makes its ephemeral sessions' ids of
+// (ephemeralID): its tag, drawn by New, and the last number given.
+type ephemeralIDs struct {
+	tag  string
+	last atomic.Uint64
+}
+
 // maxEphemeralPrefix is the longest prefix ephemeralID is given
 // ("stateless-").
 const maxEphemeralPrefix = 16
@@ -53,8 +61,8 @@ const maxEphemeralPrefix = 16
 func (h *Handler) ephemeralID(prefix string) string {
 	var buf [maxEphemeralPrefix + 13 + 13]byte
 	b := append(buf[:0], prefix...)
-	b = append(b, h.ephemeralTag...)
-	for n := h.ephemeralSeq.Add(1); ; n >>= 5 {
+	b = append(b, h.ephemeral.tag...)
+	for n := h.ephemeral.last.Add(1); ; n >>= 5 {
 		b = append(b, base32[n&31])
 		if n < 32 {
 			break

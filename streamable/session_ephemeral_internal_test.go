@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -195,24 +196,40 @@ func TestClientIDsNeverNameAnEphemeralSession(t *testing.T) {
 }
 
 // ephemeralID writes its prefix, its handler's tag and a number, in
-// base32: a different id each call, and none another Handler gives.
+// base32: a different id each call, from goroutines calling at once too
+// (the race detector watches the count), and none another Handler gives.
 func TestEphemeralIDsAreBase32AndDistinct(t *testing.T) {
-	const n = 10000
+	const callers, n = 2, 5000
 	handlers := [2]*Handler{newEphemeralRig(t), newEphemeralRig(t)}
-	if handlers[0].ephemeralTag == handlers[1].ephemeralTag {
-		t.Fatalf("two handlers drew the same tag %q", handlers[0].ephemeralTag)
+	if handlers[0].ephemeral.tag == handlers[1].ephemeral.tag {
+		t.Fatalf("two handlers drew the same tag %q", handlers[0].ephemeral.tag)
 	}
-	seen := make(map[string]bool, 2*n)
+	seen := make(map[string]bool, len(handlers)*callers*n)
 	for _, h := range handlers {
-		for range n {
-			id, ok := strings.CutPrefix(h.ephemeralID("p-"), "p-"+h.ephemeralTag)
-			if !ok || len(h.ephemeralTag) != 13 || id == "" || len(id) > 13 || strings.Trim(h.ephemeralTag+id, base32) != "" {
-				t.Fatalf("ephemeralID(\"p-\") = %q: want p-, the tag %q and up to 13 characters of %s", id, h.ephemeralTag, base32)
+		var ids [callers][]string
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for c := range callers {
+			wg.Go(func() {
+				<-start
+				for range n {
+					ids[c] = append(ids[c], h.ephemeralID("p-"))
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, called := range ids {
+			for _, id := range called {
+				count, ok := strings.CutPrefix(id, "p-"+h.ephemeral.tag)
+				if !ok || len(h.ephemeral.tag) != 13 || count == "" || len(count) > 13 || strings.Trim(h.ephemeral.tag+count, base32) != "" {
+					t.Fatalf("ephemeralID(\"p-\") = %q: want p-, the tag %q and up to 13 characters of %s", id, h.ephemeral.tag, base32)
+				}
+				if seen[id] {
+					t.Fatalf("ephemeralID repeated %q", id)
+				}
+				seen[id] = true
 			}
-			if seen[h.ephemeralTag+id] {
-				t.Fatalf("ephemeralID repeated %q", id)
-			}
-			seen[h.ephemeralTag+id] = true
 		}
 	}
 }
