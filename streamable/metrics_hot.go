@@ -17,8 +17,8 @@ import (
 // reports the atomics when the provider collects. A count costs a request
 // one atomic add with an SDK installed too, where a synchronous counter's
 // Add runs the SDK's whole recording path (the attribute set resolved and
-// deduplicated, the aggregator's map, exemplars). The rest of lifeline's counters count rarer things and stay
-// synchronous.
+// deduplicated, the aggregator's map, exemplars). The rest of lifeline's
+// counters count rarer things and stay synchronous.
 //
 // The callback stays registered for the provider's life, Shutdown or
 // not, and reports the live atomics, so that an answer given after
@@ -73,7 +73,8 @@ func observeSet(kvs ...attribute.KeyValue) []metric.ObserveOption {
 
 // newHotCounts makes the four instruments from mt and registers their
 // callback: it runs on the goroutine collecting (the reader's or the
-// exporter's; lifeline starts none), reads atomics and allocates nothing; a count that never counted has no point, as a synchronous
+// exporter's; lifeline starts none), reads atomics and allocates
+// nothing; a count that never counted has no point, as a synchronous
 // counter never added to has none. An instrument the provider returns with
 // an error is kept (the SDK's works for the readers that could take it);
 // when the provider refuses the registration whole (an instrument of

@@ -26,15 +26,21 @@ const base32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
 // ephemeralTag returns 13 characters of base32 carrying 64 random bits
 // from the runtime's per-thread generator: what tells one Handler's
-// ephemeral ids from another's (New draws it once).
+// ephemeral ids from another's (New draws it once). Its width is fixed, so
+// that the count after it in an id cannot run into it.
 func ephemeralTag() string {
 	var b [13]byte
-	bits := rand.Uint64()
-	for i := range b { // 12 characters of 5 bits and one of 4
-		b[i] = base32[bits&31]
-		bits >>= 5
+	return string(appendBase32(b[:0], rand.Uint64(), len(b)))
+}
+
+// appendBase32 appends n in base32, least significant digit first, in at
+// least digits digits (13 hold any uint64: 12 of 5 bits and one of 4).
+func appendBase32(b []byte, n uint64, digits int) []byte {
+	for i := 0; i < digits || n > 0; i++ {
+		b = append(b, base32[n&31])
+		n >>= 5
 	}
-	return string(b[:])
+	return b
 }
 
 // ephemeralIDs is what a Handler makes its ephemeral sessions' ids of
@@ -62,13 +68,7 @@ func (h *Handler) ephemeralID(prefix string) string {
 	var buf [maxEphemeralPrefix + 13 + 13]byte
 	b := append(buf[:0], prefix...)
 	b = append(b, h.ephemeral.tag...)
-	for n := h.ephemeral.last.Add(1); ; n >>= 5 {
-		b = append(b, base32[n&31])
-		if n < 32 {
-			break
-		}
-	}
-	return string(b)
+	return string(appendBase32(b, h.ephemeral.last.Add(1), 1))
 }
 
 // endEphemeral ends an ephemeral session as its one request returns. A
