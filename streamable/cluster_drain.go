@@ -68,7 +68,7 @@ func (h *Handler) endDrain(ctx context.Context, sessions []*session) {
 	defer cancel()
 	for _, s := range sessions {
 		s.mu.Lock()
-		linger, pump := s.linger.done, s.pump.done
+		linger, pump := s.rep.linger.done, s.rep.pump.done
 		s.mu.Unlock()
 		for _, done := range []chan struct{}{linger, pump} {
 			if done == nil {

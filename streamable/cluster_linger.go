@@ -39,9 +39,9 @@ func (h *Handler) freeSlot(g *getStream) (l lingering, ok bool) {
 		sess.get = nil
 	}
 	if ok {
-		prev = sess.linger
+		prev = sess.rep.linger
 		l = lingering{stop: make(chan struct{}), done: make(chan struct{})}
-		sess.linger = l
+		sess.rep.linger = l
 	}
 	sess.mu.Unlock()
 	if prev.stop != nil {
@@ -67,8 +67,8 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 		defer close(done)
 		defer func() {
 			sess.mu.Lock()
-			if sess.linger.done == done {
-				sess.linger = lingering{}
+			if sess.rep.linger.done == done {
+				sess.rep.linger = lingering{}
 			}
 			sess.mu.Unlock()
 		}()
@@ -117,10 +117,13 @@ type lingering struct {
 // linger is registered meanwhile for this session: only an ending stream
 // registers one, as it frees the slot).
 func (s *session) stopLinger() {
+	if s.rep == nil {
+		return // no replicas, no topics
+	}
 	s.mu.Lock()
-	l := s.linger
+	l := s.rep.linger
 	if l.stop != nil {
-		s.linger.stop = nil
+		s.rep.linger.stop = nil
 	}
 	s.mu.Unlock()
 	if l.done == nil {

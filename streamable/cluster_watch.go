@@ -42,12 +42,12 @@ type watchState struct {
 // startWatchLocked starts the session's watch unless one runs. It is called
 // by beginWork, with s.mu held, for a shared store only.
 func (s *session) startWatchLocked() {
-	s.watch.work++
-	if s.watch.done != nil || s.stateless {
+	s.rep.watch.work++
+	if s.rep.watch.done != nil || s.stateless {
 		return
 	}
-	s.watch.done = make(chan struct{})
-	go s.runWatch(s.watch.done)
+	s.rep.watch.done = make(chan struct{})
+	go s.runWatch(s.rep.watch.done)
 }
 
 // runWatch subscribes to the session's bus and waits for the subscription
@@ -72,9 +72,9 @@ func (s *session) runWatch(done chan struct{}) {
 		}
 		retry = watchRetry
 		s.mu.Lock()
-		again := idle && s.ctx.Err() == nil && (s.work > 0 || s.watch.work != seen)
-		if !again && s.watch.done == done {
-			s.watch.done = nil
+		again := idle && s.ctx.Err() == nil && (s.work > 0 || s.rep.watch.work != seen)
+		if !again && s.rep.watch.done == done {
+			s.rep.watch.done = nil
 		}
 		s.mu.Unlock()
 		if !again {
@@ -131,7 +131,7 @@ func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
 func (s *session) watchedWork() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.watch.work
+	return s.rep.watch.work
 }
 
 // working reports whether the session runs a request.

@@ -63,6 +63,7 @@ type Handler struct {
 	callBase     int64  // first server-to-client request id of each session
 
 	ephemeral ephemeralIDs // what ephemeral sessions' ids are made of (ephemeralID)
+	epoch     time.Time    // when New made the handler: sessions' opened counts from it
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -124,6 +125,7 @@ func New(mcpServer *server.MCPServer, cfg Config) *Handler {
 	cfg = cfg.effective()
 	served := newServedVersions(cfg.ProtocolVersions, cfg.Logger) // panics before anything starts
 	h := &Handler{
+		epoch:      time.Now(),
 		served:     served,
 		versions:   served.all,
 		mcp:        mcpServer,
@@ -303,7 +305,7 @@ func (h *Handler) addSession(s *session) *failure {
 	}
 	h.sessions[s.id] = s
 	if !s.stateless {
-		s.opened = time.Now()
+		s.opened = max(time.Since(h.epoch), 1)
 		h.met.sessionOpened()
 	}
 	return nil

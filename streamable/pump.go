@@ -45,14 +45,14 @@ func (s *session) ensurePump(announced bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if announced {
-		s.pump.lastSend = time.Now()
+		s.rep.pump.lastSend = time.Now()
 	}
-	if s.pump.done != nil || s.get != nil || (!s.active() && !s.draining()) {
+	if s.rep.pump.done != nil || s.get != nil || (!s.active() && !s.draining()) {
 		return
 	}
-	s.pump.done = make(chan struct{})
-	s.pump.stop = make(chan struct{})
-	go s.runPump(s.pump.done, s.pump.stop)
+	s.rep.pump.done = make(chan struct{})
+	s.rep.pump.stop = make(chan struct{})
+	go s.runPump(s.rep.pump.done, s.rep.pump.stop)
 }
 
 // stopPump makes a running pump hand what it holds over to the carry-over
@@ -60,11 +60,14 @@ func (s *session) ensurePump(announced bool) {
 // calls are bounded too). Callers hold s.life and have set s.get, so no
 // pump starts meanwhile.
 func (s *session) stopPump() {
+	if s.rep == nil {
+		return // no replicas, no pump
+	}
 	s.mu.Lock()
-	done := s.pump.done
-	if s.pump.stop != nil {
-		close(s.pump.stop)
-		s.pump.stop = nil // closed once: a later claim only waits
+	done := s.rep.pump.done
+	if s.rep.pump.stop != nil {
+		close(s.rep.pump.stop)
+		s.rep.pump.stop = nil // closed once: a later claim only waits
 	}
 	s.mu.Unlock()
 	if done == nil {
@@ -182,7 +185,7 @@ func (s *session) runPump(done, stop chan struct{}) {
 
 func (s *session) setHeld(n int) {
 	s.mu.Lock()
-	s.pump.held = n
+	s.rep.pump.held = n
 	s.mu.Unlock()
 }
 
@@ -191,7 +194,7 @@ func (s *session) setHeld(n int) {
 func (s *session) pumpMayExit(done chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.queuedInQueues() > 0 || len(s.carry) > 0 || time.Since(s.pump.lastSend) < pumpIdle {
+	if s.queuedInQueues() > 0 || len(s.carry) > 0 || time.Since(s.rep.pump.lastSend) < pumpIdle {
 		return false
 	}
 	s.clearPumpLocked(done)
@@ -208,8 +211,8 @@ func (s *session) handOver(done chan struct{}, pending []carried) {
 }
 
 func (s *session) clearPumpLocked(done chan struct{}) {
-	if s.pump.done == done {
-		s.pump.done, s.pump.stop, s.pump.held = nil, nil, 0
+	if s.rep.pump.done == done {
+		s.rep.pump.done, s.rep.pump.stop, s.rep.pump.held = nil, nil, 0
 	}
 }
 

@@ -37,6 +37,12 @@ var (
 
 // session is one MCP session: the server.ClientSession handed to mcp-go and
 // the transport's lifecycle state for it.
+//
+// Its small fields sit together, and what only replicas use is behind rep,
+// so that a session fits in 512 bytes: the runtime allocates a larger
+// object with pointers on a path of its own (mallocgcSmallScanHeader), and
+// a 2026-07-28 request makes a session of its own
+// (TestSessionFitsASmallObject).
 type session struct {
 	mcpState
 	h  *Handler
@@ -44,9 +50,6 @@ type session struct {
 	// spanAttr is the mcp.session.id span attribute, made on first use
 	// (spanID).
 	spanAttr atomic.Pointer[attribute.KeyValue]
-	// touchedAt is when this replica last extended the record's expiry
-	// (Unix ns; session_touch.go).
-	touchedAt atomic.Int64
 
 	// ctx ends when the session starts terminating; in-flight requests and
 	// pending server-to-client requests watch it.
@@ -66,60 +69,71 @@ type session struct {
 	life  sync.Mutex // serializes creation and GET admission with termination
 	state atomic.Int32
 
-	mu      sync.Mutex // guards the fields below
-	get     *getStream
-	carry   []carried               // messages a failed stream took but could not write
-	posts   map[*sseStream]struct{} // made on first use (addPostStream)
-	work    int                     // running POST requests
-	resumes int                     // open resumed POST streams (resume_post.go)
-	linger  lingering               // an ended stream's topic still read (cluster_linger.go)
-	letGo   int                     // running requests whose response was let go of (post_resume.go)
-	behind  int                     // of work, requests that answered and whose record behind the write is pending (post_behind.go)
-	running *postStream             // the running requests, linked by prevWork/nextWork
-	idle    chan struct{}           // closed when work drops to zero while terminating
-	ended   chan struct{}           // closed when the session is terminated
-
-	// While terminating: the running requests were cancelled and their
-	// writers squeezed (cancelRunning), or their writers closed
-	// (interruptPosts). A writer tracked later gets the same. Guarded by mu.
-	cancelled, interrupted bool
-
-	calls callTable
-
-	// With replicas (pump.go): the goroutine forwarding this session's GET
-	// stream messages to the replica holding its stream, if running.
-	pump pumpState // guarded by mu
-	// With replicas (cluster_watch.go): the goroutine watching the
-	// session's bus while it runs requests here.
-	watch watchState // guarded by mu
 	// With replicas: CloseSessions is terminating the session's record
 	// here (close_sessions.go), so a watch or stream that sees its end in
 	// the store ends the local copy as closed, not as ended elsewhere.
 	closingHere atomic.Bool
-
-	// What was taken off small, oldest first, until q is made. Guarded by mu.
-	held []mcp.JSONRPCNotification
-
-	// With broadcasts across replicas (broadcast_cluster.go): home, this
-	// replica created the session, so it keeps broadcasts for the
-	// session's next stream while no replica holds one; idlePending, how
-	// many broadcasts for it the idle deliverer has not handled yet.
-	home        bool
+	// With broadcasts across replicas (broadcast_cluster.go): how many
+	// broadcasts for the session the idle deliverer has not handled yet.
 	idlePending atomic.Int32
 
-	// opened is when the handler began holding the session (addSession),
-	// for its metrics (metrics.go); zero for an ephemeral one.
-	opened time.Time
+	// Set before the session is shared, never changed: stateless, an
+	// ephemeral session serving one stateless request; modern, stateless
+	// too, serving one 2026-07-28 request; listen, modern too, serving a
+	// subscriptions/listen stream; counted, it counts toward its caller's
+	// MaxSessionsPerCaller here (it was created here, not adopted); home,
+	// with broadcasts across replicas, this replica created the session,
+	// so it keeps broadcasts for the session's next stream while no
+	// replica holds one.
+	stateless, modern, listen, counted, home bool
 
-	stateless bool // an ephemeral session serving one stateless request
-	modern    bool // stateless too: serving one 2026-07-28 request
-	listen    bool // modern too: serving a subscriptions/listen stream
+	mu      sync.Mutex              // guards the fields below
+	resumes int32                   // open resumed POST streams (resume_post.go)
+	get     *getStream              // the live GET stream
+	carry   []carried               // messages a failed stream took but could not write
+	posts   map[*sseStream]struct{} // made on first use (addPostStream)
+	work    int                     // running POST requests
+	letGo   int32                   // running requests whose response was let go of (post_resume.go)
+	behind  int32                   // of work, requests that answered and whose record behind the write is pending (post_behind.go)
+	// While terminating: the running requests were cancelled and their
+	// writers squeezed (cancelRunning), or their writers closed
+	// (interruptPosts). A writer tracked later gets the same.
+	cancelled, interrupted bool
+	running                *postStream   // the running requests, linked by prevWork/nextWork
+	idle                   chan struct{} // closed when work drops to zero while terminating
+	ended                  chan struct{} // closed when the session is terminated
+	// With replicas, its pump, watch and lingering topic; nil on a
+	// handler whose store is its own (bareSession).
+	rep *replicaParts
+	// What was taken off small, oldest first, until q is made.
+	held []mcp.JSONRPCNotification
+
+	calls callTable
+
+	// opened is when the handler began holding the session (addSession),
+	// for its metrics (metrics.go), as time since the handler's epoch;
+	// zero for an ephemeral one.
+	opened time.Duration
+
 	// caller is the digest of the caller the session is bound to ("" for
-	// none), set before the session is shared and never changed; counted
-	// says it counts toward its caller's MaxSessionsPerCaller here (it was
-	// created here, not adopted).
-	caller  string
-	counted bool
+	// none), set before the session is shared and never changed.
+	caller string
+}
+
+// replicaParts is what a session keeps only with replicas (a shared
+// store), guarded by the session's mu.
+type replicaParts struct {
+	// The goroutine forwarding the session's GET stream messages to the
+	// replica holding its stream, if running (pump.go).
+	pump pumpState
+	// The goroutine watching the session's bus while it runs requests here
+	// (cluster_watch.go).
+	watch watchState
+	// An ended stream's topic still read (cluster_linger.go).
+	linger lingering
+	// When this replica last extended the record's expiry (Unix ns;
+	// session_touch.go); atomic, not guarded.
+	touchedAt atomic.Int64
 }
 
 func newSession(h *Handler, id string) *session {
@@ -133,7 +147,7 @@ func newSession(h *Handler, id string) *session {
 // what a session with GET streams needs.
 func bareSession(h *Handler, id string) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &session{
+	s := &session{
 		h:      h,
 		id:     id,
 		ctx:    ctx,
@@ -141,6 +155,10 @@ func bareSession(h *Handler, id string) *session {
 		ended:  make(chan struct{}),
 		calls:  newCallTable(h.callBase),
 	}
+	if h.shared {
+		s.rep = &replicaParts{}
+	}
+	return s
 }
 
 // SessionID implements server.ClientSession.
@@ -265,7 +283,7 @@ func (s *session) addWork(p *postStream) (started, full bool) {
 	if !s.active() {
 		return false, false
 	}
-	if limit := s.h.cfg.MaxRequestsPerSession; limit > 0 && s.work-s.behind >= limit && !s.modern && !s.stateless {
+	if limit := s.h.cfg.MaxRequestsPerSession; limit > 0 && s.work-int(s.behind) >= limit && !s.modern && !s.stateless {
 		return false, true
 	}
 	s.work++
@@ -322,7 +340,7 @@ func (s *session) addPostStream(st *sseStream) {
 // unless n has reached limit; giveBounded counts one out. They keep the
 // session's per-session bounds (resumed streams, requests let go of,
 // records behind their writes).
-func (s *session) takeBounded(n *int, limit int) bool {
+func (s *session) takeBounded(n *int32, limit int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if *n >= limit {
@@ -332,7 +350,7 @@ func (s *session) takeBounded(n *int, limit int) bool {
 	return true
 }
 
-func (s *session) giveBounded(n *int) {
+func (s *session) giveBounded(n *int32) {
 	s.mu.Lock()
 	*n--
 	s.mu.Unlock()
@@ -433,11 +451,13 @@ func (s *session) beginTerminate(cause error, graceful bool) (started bool, exit
 		s.idle = make(chan struct{})
 		exits = append(exits, s.idle)
 	}
-	if s.pump.done != nil && !(graceful && s.h.drainsToReplicas()) {
-		exits = append(exits, s.pump.done) // a drain's pumps end with it (cluster_drain.go)
-	}
-	if s.watch.done != nil {
-		exits = append(exits, s.watch.done)
+	if r := s.rep; r != nil {
+		if r.pump.done != nil && !(graceful && s.h.drainsToReplicas()) {
+			exits = append(exits, r.pump.done) // a drain's pumps end with it (cluster_drain.go)
+		}
+		if r.watch.done != nil {
+			exits = append(exits, r.watch.done)
+		}
 	}
 	s.mu.Unlock()
 
@@ -506,8 +526,8 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 		s.h.log.Debug("lifeline: session ended", "session", logID(s.id), "cause", cause.Error())
 	}
 	s.h.removeSession(s.id)
-	if !s.opened.IsZero() {
-		opened := s.opened
+	if s.opened != 0 {
+		opened := s.h.epoch.Add(s.opened)
 		if s.h.shared && cause == errShutdown {
 			opened = time.Time{} // it lives on, on the other replicas
 		}
@@ -576,7 +596,11 @@ func (s *session) busy() bool {
 func (s *session) queued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queuedInQueues() + len(s.carry) + s.pump.held
+	n := s.queuedInQueues() + len(s.carry)
+	if s.rep != nil {
+		n += s.rep.pump.held
+	}
+	return n
 }
 
 // livesOn reports whether a session that ended here with cause lives on,

@@ -34,8 +34,8 @@ type callTable struct {
 	// The encoded requests of calls, from their queue to their stream
 	// (call_withdraw.go): keyed by their first byte's address.
 	out       map[*byte]outbound
-	withdrawn int          // entries of out in the withdrawn state
-	tracked   atomic.Int64 // entries of out: writers skip the lock when none
+	withdrawn int32        // entries of out in the withdrawn state
+	tracked   atomic.Int32 // entries of out: writers skip the lock when none
 	sendMu    sync.Mutex   // serializes enqueue (and compact) on the session's request queues
 }
 

@@ -83,7 +83,7 @@ func (h *Handler) ephemeralID(prefix string) string {
 func (s *session) endEphemeral() {
 	s.life.Lock()
 	s.mu.Lock()
-	quiet := s.work == 0 && len(s.posts) == 0 && s.get == nil && s.pump.done == nil && s.watch.done == nil &&
+	quiet := s.work == 0 && len(s.posts) == 0 && s.get == nil && (s.rep == nil || s.rep.pump.done == nil && s.rep.watch.done == nil) &&
 		s.state.CompareAndSwap(stateActive, stateTerminated)
 	s.mu.Unlock()
 	if !quiet {

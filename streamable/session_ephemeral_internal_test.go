@@ -242,3 +242,11 @@ func TestPostStreamFitsASmallObject(t *testing.T) {
 		t.Errorf("a postStream takes %d bytes, over 512", size)
 	}
 }
+
+// A session, one for every 2026-07-28 request, is a small object to the
+// runtime too (TestPostStreamFitsASmallObject).
+func TestSessionFitsASmallObject(t *testing.T) {
+	if size := unsafe.Sizeof(session{}); size > 512 {
+		t.Errorf("a session takes %d bytes, over 512", size)
+	}
+}

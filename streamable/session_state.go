@@ -14,10 +14,15 @@ import (
 // level, client info, negotiated version, session-scoped tools, resources
 // and templates, and resource subscriptions. It is safe for concurrent use.
 type mcpState struct {
-	mu              sync.RWMutex
-	initialized     bool
-	logLevel        mcp.LoggingLevel
-	clientInfo      mcp.Implementation
+	mu          sync.RWMutex
+	initialized bool
+	logLevel    mcp.LoggingLevel
+	// clientInfo is made by the first SetClientInfo: mcp-go sets
+	// capabilities on every 2026-07-28 request's session, its client's
+	// info only when the request's _meta holds it, and the 100 bytes of an
+	// mcp.Implementation would not leave a session room to fit in 512
+	// (TestSessionFitsASmallObject).
+	clientInfo      *mcp.Implementation
 	clientCaps      mcp.ClientCapabilities
 	protocolVersion string
 	tools           map[string]server.ServerTool
@@ -55,11 +60,21 @@ func (s *mcpState) GetLogLevel() mcp.LoggingLevel {
 func (s *mcpState) GetClientInfo() mcp.Implementation {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.clientInfo
+	if s.clientInfo == nil {
+		return mcp.Implementation{}
+	}
+	return *s.clientInfo
 }
 
 // SetClientInfo implements server.SessionWithClientInfo.
-func (s *mcpState) SetClientInfo(i mcp.Implementation) { s.mu.Lock(); s.clientInfo = i; s.mu.Unlock() }
+func (s *mcpState) SetClientInfo(i mcp.Implementation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clientInfo == nil {
+		s.clientInfo = new(mcp.Implementation)
+	}
+	*s.clientInfo = i
+}
 
 // GetClientCapabilities implements server.SessionWithClientInfo.
 func (s *mcpState) GetClientCapabilities() mcp.ClientCapabilities {

@@ -38,14 +38,14 @@ func (h *Handler) touch(ctx context.Context, s *session) error {
 	now := h.cfg.Clock.Now()
 	// A clock that stepped back since (a negative age) touches: the
 	// window never outlasts what the store's own clock allows.
-	if last := s.touchedAt.Load(); last != 0 {
+	if last := s.rep.touchedAt.Load(); last != 0 {
 		if age := now.Sub(time.Unix(0, last)); age >= 0 && age < ttl/touchRefresh {
 			return h.store.CheckLive(ctx, s.id)
 		}
 	}
 	err := h.store.Touch(ctx, s.id, ttl)
 	if err == nil {
-		s.touchedAt.Store(now.UnixNano())
+		s.rep.touchedAt.Store(now.UnixNano())
 	}
 	return err
 }
