@@ -42,6 +42,9 @@ type pumpState struct {
 // replica drains (cluster_drain.go) it goes on forwarding what the running
 // requests send, and hands what it holds over when the drain ends.
 func (s *session) ensurePump(announced bool) {
+	if s.rep == nil {
+		return // no replicas to forward to (callers check h.shared)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if announced {

@@ -87,7 +87,7 @@ type session struct {
 	// replica holds one.
 	stateless, modern, listen, counted, home bool
 
-	mu      sync.Mutex              // guards the fields below
+	mu      sync.Mutex              // guards the fields below, up to rep's parts
 	resumes int32                   // open resumed POST streams (resume_post.go)
 	get     *getStream              // the live GET stream
 	carry   []carried               // messages a failed stream took but could not write
@@ -102,17 +102,18 @@ type session struct {
 	running                *postStream   // the running requests, linked by prevWork/nextWork
 	idle                   chan struct{} // closed when work drops to zero while terminating
 	ended                  chan struct{} // closed when the session is terminated
-	// With replicas, its pump, watch and lingering topic; nil on a
-	// handler whose store is its own (bareSession).
+	// With replicas, its pump, watch, lingering topic and touchedAt; nil
+	// on a handler whose store is its own (bareSession). Set before the
+	// session is shared, never changed.
 	rep *replicaParts
 	// What was taken off small, oldest first, until q is made.
 	held []mcp.JSONRPCNotification
 
-	calls callTable
+	calls callTable // under a lock of its own
 
-	// opened is when the handler began holding the session (addSession),
-	// for its metrics (metrics.go), as time since the handler's epoch;
-	// zero for an ephemeral one.
+	// opened is when the handler began holding the session (addSession,
+	// under the handler's mu), for its metrics (metrics.go), as time since
+	// the handler's epoch; zero for an ephemeral one.
 	opened time.Duration
 
 	// caller is the digest of the caller the session is bound to ("" for
