@@ -87,7 +87,7 @@ type session struct {
 	// replica holds one.
 	stateless, modern, listen, counted, home bool
 
-	mu      sync.Mutex              // guards the fields below, up to rep's parts
+	mu      sync.Mutex              // guards the fields from resumes to held, and rep's parts (not the pointer)
 	resumes int32                   // open resumed POST streams (resume_post.go)
 	get     *getStream              // the live GET stream
 	carry   []carried               // messages a failed stream took but could not write
