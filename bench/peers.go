@@ -62,6 +62,9 @@ type Options struct {
 	// header checks MCPServer runs when mcp-go's own transport hands it the
 	// headers (floor_checks.go); the other peers ignore it.
 	FloorHeaderChecks bool
+	// FloorSession has the floor give each 2026-07-28 request the least
+	// session MCPServer takes (floor_session.go); the other peers ignore it.
+	FloorSession bool
 	// Redis, when set, puts lifeline's sessions (and, by default, its
 	// event log) in a Store of its own on that redis-server; the peer's
 	// Close closes the Store. Nil: the process-local memory store.
@@ -198,7 +201,11 @@ func StartPeer(name string, o Options) (*Peer, error) {
 		p.JSONURL, p.modernURL, p.modernJSONURL = base+"/mcp-json", base+"/mcp-2026", base+"/mcp-2026-json"
 		return p, nil
 	case Floor:
-		var h http.Handler = floorHandler{s: newMCPGoServer(), headerChecks: o.FloorHeaderChecks}
+		f := floorHandler{s: newMCPGoServer(), headerChecks: o.FloorHeaderChecks}
+		if o.FloorSession {
+			f.sessions = &floorSessions{}
+		}
+		var h http.Handler = f
 		if o.MeterProvider != nil || o.TracerProvider != nil {
 			h = telemetryFloor(h, o.MeterProvider, o.TracerProvider)
 		}
@@ -395,10 +402,13 @@ const floorSessionID = "floor"
 // not a usable transport.
 //
 // With headerChecks it also runs, on a 2026-07-28 request, the header
-// checks MCPServer runs for mcp-go's own transport (floorHeaderChecks).
+// checks MCPServer runs for mcp-go's own transport (floorHeaderChecks);
+// with sessions it gives each 2026-07-28 request a session of its own
+// (floor_session.go).
 type floorHandler struct {
 	s            *server.MCPServer
 	headerChecks bool
+	sessions     *floorSessions
 }
 
 // ServeHTTP answers one request as the floorHandler doc says.
@@ -416,7 +426,11 @@ func (f floorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.headerChecks && floorHeaderChecks(w, r, f.s, body) {
 		return
 	}
-	res := f.s.HandleMessage(r.Context(), body)
+	ctx := r.Context()
+	if f.sessions != nil {
+		ctx = f.sessions.withSession(ctx, f.s, r)
+	}
+	res := f.s.HandleMessage(ctx, body)
 	if res == nil {
 		w.WriteHeader(http.StatusAccepted)
 		return

@@ -91,6 +91,8 @@ func (be *backends) start(v variant, s settings) (*bench.Peer, error) {
 		o.TracerProvider = be.tracer
 	case floorChecks:
 		o.FloorHeaderChecks = true
+	case floorSession:
+		o.FloorSession = true
 	}
 	p, err := bench.StartPeer(v.peer, o)
 	if err != nil {

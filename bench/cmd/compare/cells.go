@@ -73,12 +73,13 @@ var (
 type feature int
 
 const (
-	plainConfig feature = iota // the defaults: memory store, event log on, no telemetry providers
-	onRedis                    // sessions and event log on a real redis-server
-	noEventLog                 // Options.DisableEventLog: resumability off
-	sdkMetrics                 // an SDK MeterProvider, as cmd/otelcost installs it
-	sdkTracing                 // an always-sample SDK TracerProvider, as cmd/otelcost installs it
-	floorChecks                // the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)
+	plainConfig  feature = iota // the defaults: memory store, event log on, no telemetry providers
+	onRedis                     // sessions and event log on a real redis-server
+	noEventLog                  // Options.DisableEventLog: resumability off
+	sdkMetrics                  // an SDK MeterProvider, as cmd/otelcost installs it
+	sdkTracing                  // an always-sample SDK TracerProvider, as cmd/otelcost installs it
+	floorChecks                 // the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)
+	floorSession                // the floor gives each 2026-07-28 request a session (bench.Options.FloorSession)
 )
 
 // variant is one column of the interleaved rounds: a peer, spoken to in one
@@ -98,6 +99,7 @@ const (
 	vFloor          = bench.Floor
 	vFloorModern    = "floor 2026-07-28"
 	vFloorChecked   = "floor 2026-07-28 + MCPServer's header checks"
+	vFloorSession   = "floor 2026-07-28 + a session per request"
 	vLifelineModern = "lifeline 2026-07-28"
 	vMCPGoModern    = "mcp-go 2026-07-28"
 	vGoSDKModern    = "go-sdk 2026-07-28"
@@ -119,6 +121,7 @@ var allVariants = []variant{
 	{vGoSDKModern, bench.GoSDK, true, plainConfig},
 	{vFloorModern, bench.Floor, true, plainConfig},
 	{vFloorChecked, bench.Floor, true, floorChecks},
+	{vFloorSession, bench.Floor, true, floorSession},
 	{vRedis, bench.Lifeline, false, onRedis},
 	{vNoEventLog, bench.Lifeline, false, noEventLog},
 	{vMetrics, bench.Lifeline, false, sdkMetrics},
@@ -129,11 +132,12 @@ var allVariants = []variant{
 // applies reports whether cell c is measured for variant v: the floor
 // answers JSON only; 2026-07-28 has no sessions, so no churn; the feature
 // costs (the floor's tracing, the SDK's own cost, included) are measured
-// on JSON at 64 sessions only; the floor with MCPServer's header checks,
-// a reference for the 2026-07-28 floor targets, at 16 and 64.
+// on JSON at 64 sessions only; the floor with MCPServer's header checks
+// and the floor with a session per request, references for the 2026-07-28
+// floor targets, at 16 and 64.
 func applies(c cellSpec, v variant) bool {
 	switch {
-	case v.with == floorChecks:
+	case v.with == floorChecks, v.with == floorSession:
 		return c == cellJSON16 || c == cellJSON64
 	case v.peer == bench.Floor && v.with == sdkTracing:
 		return c == cellJSON64

@@ -110,7 +110,9 @@ func renderModernEra(iv *interleaved) string {
 		"2026-07-28 request must carry (HandleMessage runs those checks only behind mcp-go's own handler), so it costs less " +
 		"than any transport serving the version as the specification asks. JSON only. The targets also report lifeline against " +
 		"the floor running those checks as MCPServer runs them for its own transport (`bench/floor_checks.go`, 16 and 64 sessions): " +
-		"a reference, not a bound.\n"
+		"a reference, not a bound; and against the floor giving each request the least session MCPServer takes, as a transport " +
+		"that loses none of a tool's progress and log messages must (`bench/floor_session.go`, 16 and 64 sessions), paying what " +
+		"MCPServer does for a request with one: a reference too.\n"
 }
 
 // renderRedis is lifeline on a real redis-server against lifeline on the

@@ -80,15 +80,18 @@ func TestApplies(t *testing.T) {
 		t.Errorf("json-16: %s", got)
 	}
 	// The floor answers JSON only, in either era; with MCPServer's header
-	// checks it is measured where the 2026-07-28 floor targets are.
+	// checks, and with a session per request, it is measured where the
+	// 2026-07-28 floor targets are.
 	for _, c := range []cellSpec{cellSSE1, cellSSE16, cellSSE64, cellChurn} {
 		if applies(c, byLabel[vFloorModern]) {
 			t.Errorf("%s measured for %s", c.key(), vFloorModern)
 		}
 	}
 	for _, c := range allCells {
-		if want := c == cellJSON16 || c == cellJSON64; applies(c, byLabel[vFloorChecked]) != want {
-			t.Errorf("%s measured for %s: %v, want %v", c.key(), vFloorChecked, !want, want)
+		for _, v := range []string{vFloorChecked, vFloorSession} {
+			if want := c == cellJSON16 || c == cellJSON64; applies(c, byLabel[v]) != want {
+				t.Errorf("%s measured for %s: %v, want %v", c.key(), v, !want, want)
+			}
 		}
 	}
 	if got := label(selectVariants([]string{bench.Lifeline, bench.MCPGo}, true)); strings.Contains(got, vRedis) || strings.Contains(got, vGoSDK) || !strings.Contains(got, vMCPGoModern) {

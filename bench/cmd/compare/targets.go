@@ -91,6 +91,14 @@ func targetsOf(iv *interleaved) []target {
 		t.none = floorCheckedNote
 		ts = append(ts, t)
 	}
+	// And the floor that gives each request a session, as a transport
+	// that loses none of a tool's messages must (bench/floor_session.go):
+	// what MCPServer charges for one, which the floor above does not pay.
+	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+		t := vs(c, vLifelineModern, vFloorSession, "the mcp-go floor with a session per request, 2026-07-28", floorBound)
+		t.none = floorSessionNote
+		ts = append(ts, t)
+	}
 	// Every tools/call cell, SSE as well as JSON: an SSE call on Redis
 	// records each event in the shared log before writing it.
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64}) {
@@ -119,6 +127,11 @@ func targetsOf(iv *interleaved) []target {
 // transport's need, so it bounds nothing; the floor without them is the
 // most a transport can reach.
 const floorCheckedNote = "a reference: what MCPServer spends on the specification's header checks when its own transport hands it the headers; the floor above skips them"
+
+// floorSessionNote says what the floor with a session per request is: a
+// reference beside the 2026-07-28 floor target, at the same bound, not a
+// target of its own.
+const floorSessionNote = "a reference: the floor handing MCPServer the least session a transport that loses none of a tool's messages must give it, and paying what MCPServer does for one; the floor above gives none"
 
 // sdkCostHeld marks a cost (always-sampled tracing's) that is reported
 // against issue 13's 5% and held, as a target, to its part beyond what the

@@ -37,9 +37,10 @@ func main() {
 	conc := flag.Int("conc", 16, "sessions, one client each")
 	modern := flag.Bool("modern", false, "speak protocol 2026-07-28 (sessionless) to the peer")
 	floorChecks := flag.Bool("floor-header-checks", false, "the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)")
+	floorSession := flag.Bool("floor-session", false, "the floor gives each 2026-07-28 request a session (bench.Options.FloorSession)")
 	metrics := flag.Bool("metrics", false, "install an SDK MeterProvider (a ManualReader), as cmd/otelcost's metrics peer")
 	flag.Parse()
-	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, FloorHeaderChecks: *floorChecks}
+	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, FloorHeaderChecks: *floorChecks, FloorSession: *floorSession}
 	if *metrics {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = mp.Shutdown(context.Background()) }()

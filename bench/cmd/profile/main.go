@@ -43,12 +43,13 @@ func main() {
 	cpu := flag.String("cpuprofile", "", "write the CPU profile here")
 	mem := flag.String("memprofile", "", "write an allocation profile (alloc_space) here")
 	floorChecks := flag.Bool("floor-header-checks", false, "the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)")
+	floorSession := flag.Bool("floor-session", false, "the floor gives each 2026-07-28 request a session (bench.Options.FloorSession)")
 	flag.Parse()
 	if *modern && *cell == "churn" {
 		log.Fatal("-modern -cell churn: 2026-07-28 has no sessions, so no initialize + DELETE to churn")
 	}
 
-	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog, FloorHeaderChecks: *floorChecks}
+	o := bench.Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, DisableEventLog: *noLog, FloorHeaderChecks: *floorChecks, FloorSession: *floorSession}
 	var rb *bench.RedisBackend
 	if *onRedis {
 		var err error

@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// The floor hands HandleMessage no session: a tool it runs has no session
+// to send through (mcp-go's SendNotificationToClient fails without one), so
+// its progress and log messages are lost, and MCPServer skips the work it
+// does for a request that has one. A transport that loses nothing gives
+// every request a session; on a 2026-07-28 request MCPServer then copies the
+// request's client capabilities (and identity, when sent) into it
+// (applyRequestProtocolInfoToSession), names the request's in-flight
+// cancel by the session's id, and asks it for tools of its own. With
+// Options.FloorSession the floor gives each 2026-07-28 request the least
+// session that takes all that (floorSession): what MCPServer charges any
+// transport that gives a tool somewhere to send, beside what the floor
+// measures. Its channel is made on first use and never read: the floor
+// still answers JSON only and delivers nothing a tool sends.
+
+// floorSession is the least server.SessionWithClientInfo: a unique id, a
+// notification channel made on first use, the client's information and
+// capabilities as MCPServer sets them.
+type floorSession struct {
+	id   string
+	mu   sync.Mutex
+	ch   chan mcp.JSONRPCNotification
+	info mcp.Implementation
+	caps mcp.ClientCapabilities
+	init bool
+}
+
+var _ server.SessionWithClientInfo = (*floorSession)(nil)
+
+// floorSessionCapacity is the buffer of a floorSession's channel: what a
+// tool may send before its sends fail (mcp-go does not block on a full one).
+const floorSessionCapacity = 16
+
+func (f *floorSession) SessionID() string { return f.id }
+
+func (f *floorSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch == nil {
+		f.ch = make(chan mcp.JSONRPCNotification, floorSessionCapacity)
+	}
+	return f.ch
+}
+
+func (f *floorSession) Initialize() {
+	f.mu.Lock()
+	f.init = true
+	f.mu.Unlock()
+}
+
+func (f *floorSession) Initialized() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.init
+}
+
+func (f *floorSession) GetClientInfo() mcp.Implementation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.info
+}
+
+func (f *floorSession) SetClientInfo(info mcp.Implementation) {
+	f.mu.Lock()
+	f.info = info
+	f.mu.Unlock()
+}
+
+func (f *floorSession) GetClientCapabilities() mcp.ClientCapabilities {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.caps
+}
+
+func (f *floorSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
+	f.mu.Lock()
+	f.caps = caps
+	f.mu.Unlock()
+}
+
+// floorSessions makes the floor's sessions: ids unique in the process, as
+// MCPServer's in-flight cancels need (it keys them by session id and
+// request id).
+type floorSessions struct{ next atomic.Uint64 }
+
+// withSession returns ctx carrying a new floorSession for r when r is a
+// 2026-07-28 request, else ctx.
+func (fs *floorSessions) withSession(ctx context.Context, s *server.MCPServer, r *http.Request) context.Context {
+	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		return ctx
+	}
+	id := strconv.AppendUint([]byte("floor-"), fs.next.Add(1), 36)
+	return s.WithContext(ctx, &floorSession{id: string(id)})
+}
