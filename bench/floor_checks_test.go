@@ -40,28 +40,7 @@ func TestFloorHeaderChecksRunMCPServersChecks(t *testing.T) {
 func floorCall(t *testing.T, url, name string) (status, code int) {
 	t.Helper()
 	params := map[string]any{"name": ToolEcho, "arguments": map[string]any{"text": "x"}}
-	body, err := modernParams(params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(body)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	setModernHeaders(req.Header, "tools/call", params)
-	req.Header.Set(mcp.HeaderName, name)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := floorPost(t, url, params, true, name)
 	defer resp.Body.Close()
 	var answer struct {
 		Error *struct {
@@ -75,4 +54,46 @@ func floorCall(t *testing.T, url, name string) (status, code int) {
 		code = answer.Error.Code
 	}
 	return resp.StatusCode, code
+}
+
+// floorPost posts a tools/call with params to url: in 2026-07-28 when
+// modern (the version in params._meta and the headers, Mcp-Name set to name
+// unless name is empty), else as a session-era request without a session.
+// The caller closes the response's body.
+func floorPost(t *testing.T, url string, params map[string]any, modern bool, name string) *http.Response {
+	t.Helper()
+	raw, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if modern {
+		if raw, err = modernParams(params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(raw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if modern {
+		setModernHeaders(req.Header, "tools/call", params)
+		if name != "" {
+			req.Header.Set(mcp.HeaderName, name)
+		}
+	} else {
+		req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

@@ -1,12 +1,15 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
+	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // The floor gives a 2026-07-28 tool call no session to send through; with
@@ -18,8 +21,9 @@ func TestFloorSessionGivesTheToolASession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(p.Close)
 		for _, modern := range []bool{false, true} {
-			got := floorNotifyAnswer(t, p.JSONURL, modern)
+			got := floorToolAnswer(t, p.JSONURL, ToolNotify, modern, nil)
 			want := "no session"
 			if withSession && modern {
 				want = "sent"
@@ -28,44 +32,43 @@ func TestFloorSessionGivesTheToolASession(t *testing.T) {
 				t.Errorf("FloorSession %v, 2026-07-28 %v: the notify tool answered %q, want %q", withSession, modern, got, want)
 			}
 		}
-		p.Close()
 	}
 }
 
-// floorNotifyAnswer calls the notify tool on url, in 2026-07-28 when modern
-// (else as a session-era request without a session), and returns the text
-// of its result.
-func floorNotifyAnswer(t *testing.T, url string, modern bool) string {
-	t.Helper()
-	params := map[string]any{"name": ToolNotify, "arguments": map[string]any{}}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if modern {
-		if raw, err = modernParams(params); err != nil {
-			t.Fatal(err)
+// The session the floor gives a 2026-07-28 request is one MCPServer runs
+// the request on as on any transport's: initialized, holding the
+// capabilities the request's _meta declares, and taking what the tool
+// sends to its client.
+func TestFloorSessionIsOneMCPServerUses(t *testing.T) {
+	s := server.NewMCPServer("probe", "1.0.0", server.WithToolCapabilities(true), server.WithLogging())
+	s.AddTool(mcp.NewTool("probe"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+		if !ok {
+			return mcp.NewToolResultText("no session with client info"), nil
 		}
+		sent := s.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": "x"})
+		return mcp.NewToolResultText(fmt.Sprintf("initialized=%v roots=%v sent=%v",
+			cs.Initialized(), cs.GetClientCapabilities().Roots != nil, sent)), nil
+	})
+	srv := httptest.NewServer(floorHandler{s: s, sessions: &floorSessions{}})
+	t.Cleanup(srv.Close)
+	meta := map[string]any{mcp.MetaKeyClientCapabilities: map[string]any{"roots": map[string]any{}}}
+	got := floorToolAnswer(t, srv.URL, "probe", true, meta)
+	if want := "initialized=true roots=true sent=<nil>"; got != want {
+		t.Errorf("the probe tool saw %q, want %q", got, want)
 	}
-	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(raw)})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// floorToolAnswer calls tool (no arguments) on url, in 2026-07-28 when
+// modern, with meta merged into its _meta, else as a session-era request
+// without a session, and returns the text of its result.
+func floorToolAnswer(t *testing.T, url, tool string, modern bool, meta map[string]any) string {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": map[string]any{}}
+	if meta != nil {
+		params["_meta"] = meta
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if modern {
-		setModernHeaders(req.Header, "tools/call", params)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := floorPost(t, url, params, modern, "")
 	defer resp.Body.Close()
 	var answer struct {
 		Result struct {

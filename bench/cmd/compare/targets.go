@@ -99,6 +99,12 @@ func targetsOf(iv *interleaved) []target {
 		t.none = floorSessionNote
 		ts = append(ts, t)
 	}
+	// What MCPServer charges for the session, the two floors side by side.
+	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+		ts = append(ts, target{what: fmt.Sprintf("%s: the mcp-go floor with a session per request vs the floor, 2026-07-28 "+
+			"(what MCPServer charges for a session)", c.title()),
+			got: iv.ratioSpread(c.key(), vFloorSession, vFloorModern), none: "a reference: the floor's own two variants"})
+	}
 	// Every tools/call cell, SSE as well as JSON: an SSE call on Redis
 	// records each event in the shared log before writing it.
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64}) {
@@ -129,8 +135,8 @@ func targetsOf(iv *interleaved) []target {
 const floorCheckedNote = "a reference: what MCPServer spends on the specification's header checks when its own transport hands it the headers; the floor above skips them"
 
 // floorSessionNote says what the floor with a session per request is: a
-// reference beside the 2026-07-28 floor target, at the same bound, not a
-// target of its own.
+// reference beside the 2026-07-28 floor target, reported without a bound,
+// not a target of its own.
 const floorSessionNote = "a reference: the floor handing MCPServer the least session a transport that loses none of a tool's messages must give it, and paying what MCPServer does for one; the floor above gives none"
 
 // sdkCostHeld marks a cost (always-sampled tracing's) that is reported
