@@ -66,7 +66,7 @@ func floorHeaderChecks(w http.ResponseWriter, r *http.Request, s *server.MCPServ
 
 // floorToolOf is the tool a tools/call names, as MCPServer finds it for
 // the checks (toolForHeaderValidation): its name decoded from params, the
-// tool looked up (the floor has no sessions, so no session tools).
+// tool looked up (the floor's sessions, when it gives any, hold no tools).
 func floorToolOf(s *server.MCPServer, params json.RawMessage) *mcp.Tool {
 	var call struct {
 		Name string `json:"name"`

@@ -12,9 +12,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// The floor gives a 2026-07-28 tool call no session to send through; with
-// FloorSession the tool finds one (the notify tool answers "sent", not its
-// "no session" error). A session-era request gets none either way.
+// The floor gives a 2026-07-28 tool call no session; with FloorSession the
+// tool finds one in its context (the notify tool answers "sent", not its
+// "no session" error; its send by id fails, the session not being
+// registered with MCPServer: TestFloorSessionIsOneMCPServerUses checks a
+// send to the request's client). A session-era request gets none either
+// way.
 func TestFloorSessionGivesTheToolASession(t *testing.T) {
 	for _, withSession := range []bool{false, true} {
 		p, err := StartPeer(Floor, Options{Heartbeat: time.Second, WriteTimeout: 10 * time.Second, FloorSession: withSession})
