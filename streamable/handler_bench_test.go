@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/lifeline-mcp/lifeline/internal/demotools"
 	"github.com/lifeline-mcp/lifeline/streamable"
@@ -146,36 +147,14 @@ func (w *sinkWriter) SetReadDeadline(time.Time) error { return nil }
 // Mcp-Method and Mcp-Name headers. Its floor is HandleMessage on the same
 // body.
 func BenchmarkServeModernPost(b *testing.B) {
-	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	request := func() (*http.Request, context.CancelFunc) {
-		ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
-		ctx, cancel := context.WithCancel(ctx)
-		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(call)))
-		r.ContentLength = int64(len(call))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		r.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		r.Header.Set("Mcp-Method", "tools/call")
-		r.Header.Set("Mcp-Name", "echo")
-		return r, cancel
-	}
 	b.Run("lifeline", func(b *testing.B) {
-		h := streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
-			HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		h := newModernBenchHandler()
 		defer h.Close()
 		w := &sinkWriter{h: http.Header{}}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			r, cancel := request()
-			w.reset()
-			h.ServeHTTP(w, r)
-			cancel()
-			if w.status != http.StatusOK {
-				b.Fatalf("status %d: %s", w.status, w.body.String())
-			}
+			serveModernBenchCall(b, h, w, w)
 		}
 	})
 	b.Run("floor", func(b *testing.B) {
@@ -184,17 +163,109 @@ func BenchmarkServeModernPost(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			r, cancel := request()
-			w.reset()
-			body, _ := io.ReadAll(r.Body)
-			resp := s.HandleMessage(r.Context(), body)
-			out, _ := json.Marshal(resp)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(out)
-			cancel()
+			floorModernBenchCall(s, w, false)
 		}
 	})
+}
+
+// BenchmarkServeModernPostParallel is BenchmarkServeModernPost with
+// calls served on every core at once (32 goroutines a core), as a server
+// under load serves them: what a call costs when the cores share the
+// handler's locks and the collector's work. Beside the floor, the floor
+// with the tool lookup a 2026-07-28 tools/call's header checks need
+// (SEP-2243: a tool's x-mcp-header parameters are in its schema):
+// mcp-go's one getter, GetTool, copies the tool to the heap under its
+// tools lock, which HandleMessage then takes again for the call. That
+// is the least any transport on MCPServer that checks the headers pays.
+func BenchmarkServeModernPostParallel(b *testing.B) {
+	b.Run("lifeline", func(b *testing.B) {
+		h := newModernBenchHandler()
+		defer h.Close()
+		b.ReportAllocs()
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			w := &sinkWriter{h: http.Header{}}
+			rw := streamable.AsNetHTTPWriter(w) // the cells' server: net/http's HTTP/1
+			for pb.Next() {
+				serveModernBenchCall(b, h, rw, w)
+			}
+		})
+	})
+	for _, lookup := range []bool{false, true} {
+		name := "floor"
+		if lookup {
+			name = "floor-with-tool-lookup"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := demotools.NewServer("bench", "1")
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				w := &sinkWriter{h: http.Header{}}
+				for pb.Next() {
+					floorModernBenchCall(s, w, lookup)
+				}
+			})
+		})
+	}
+}
+
+// modernBenchCall is the 2026-07-28 tools/call the modern benchmarks send.
+const modernBenchCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` +
+	`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+// modernBenchRequest is modernBenchCall as net/http would hand it to
+// ServeHTTP: a fresh cancellable context with the listener's address in
+// it, and the 2026-07-28 headers.
+func modernBenchRequest() (*http.Request, context.CancelFunc) {
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, net.Addr(local))
+	ctx, cancel := context.WithCancel(ctx)
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/mcp", bytes.NewReader([]byte(modernBenchCall)))
+	r.ContentLength = int64(len(modernBenchCall))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	r.Header.Set("Mcp-Method", "tools/call")
+	r.Header.Set("Mcp-Name", "echo")
+	return r, cancel
+}
+
+// newModernBenchHandler is the lifeline the modern benchmarks serve with:
+// its defaults, the demo's tools, a 20 s heartbeat and no log output.
+func newModernBenchHandler() *streamable.Handler {
+	return streamable.New(demotools.NewServer("bench", "1"), streamable.Config{
+		HeartbeatInterval: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// serveModernBenchCall serves one modernBenchRequest through h to rw,
+// which writes into w.
+func serveModernBenchCall(b *testing.B, h *streamable.Handler, rw http.ResponseWriter, w *sinkWriter) {
+	r, cancel := modernBenchRequest()
+	w.reset()
+	h.ServeHTTP(rw, r)
+	cancel()
+	if w.status != http.StatusOK {
+		b.Errorf("status %d: %s", w.status, w.body.String())
+	}
+}
+
+// floorModernBenchCall answers one modernBenchRequest as the floor does:
+// HandleMessage on the body, the answer marshalled and written; first,
+// with lookup, the tool looked up as the header checks need.
+func floorModernBenchCall(s *server.MCPServer, w *sinkWriter, lookup bool) {
+	r, cancel := modernBenchRequest()
+	w.reset()
+	body, _ := io.ReadAll(r.Body)
+	if lookup && s.GetTool("echo") == nil {
+		panic("the demo server has no echo tool")
+	}
+	resp := s.HandleMessage(r.Context(), body)
+	out, _ := json.Marshal(resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	cancel()
 }
 
 // benchHTTPServer is the server benchToolsCallRequest's requests name
