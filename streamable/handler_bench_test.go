@@ -191,20 +191,7 @@ func BenchmarkServeModernPostParallel(b *testing.B) {
 	b.Run("lifeline", func(b *testing.B) {
 		h := newModernBenchHandler()
 		defer h.Close()
-		var failed sync.Once
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			w := &sinkWriter{h: http.Header{}}
-			for pb.Next() {
-				if err := serveModernBenchCall(h, w, local); err != nil {
-					failed.Do(func() { b.Error(err) })
-					return
-				}
-			}
-		})
-		b.StopTimer() // h.Close is not a call's
+		runModernParallel(b, func(w *sinkWriter) error { return serveModernBenchCall(h, w, local) })
 	})
 	for _, lookup := range []bool{false, true} {
 		name := "floor"
@@ -213,21 +200,29 @@ func BenchmarkServeModernPostParallel(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			s := demotools.NewServer("bench", "1")
-			var failed sync.Once
-			b.ReportAllocs()
-			b.SetParallelism(32)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				w := &sinkWriter{h: http.Header{}}
-				for pb.Next() {
-					if err := floorModernBenchCall(s, w, local, lookup); err != nil {
-						failed.Do(func() { b.Error(err) })
-						return
-					}
-				}
-			})
+			runModernParallel(b, func(w *sinkWriter) error { return floorModernBenchCall(s, w, local, lookup) })
 		})
 	}
+}
+
+// runModernParallel times call from 32 goroutines a core, each with a
+// writer of its own, and reports the first failure once; the timer runs
+// only while they do.
+func runModernParallel(b *testing.B, call func(w *sinkWriter) error) {
+	var failed sync.Once
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &sinkWriter{h: http.Header{}}
+		for pb.Next() {
+			if err := call(w); err != nil {
+				failed.Do(func() { b.Error(err) })
+				return
+			}
+		}
+	})
+	b.StopTimer()
 }
 
 // modernBenchCall is the 2026-07-28 tools/call the modern benchmarks send.
