@@ -49,7 +49,7 @@ func (h *Handler) CloseSessions(ctx context.Context) error {
 			begun = append(begun, s)
 			exits = append(exits, ex...)
 		} else {
-			exits = append(exits, s.ended)
+			exits = append(exits, s.endedChan())
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, h.cfg.CleanupTimeout)

@@ -99,9 +99,16 @@ type session struct {
 	// writers squeezed (cancelRunning), or their writers closed
 	// (interruptPosts). A writer tracked later gets the same.
 	cancelled, interrupted bool
-	running                *postStream   // the running requests, linked by prevWork/nextWork
-	idle                   chan struct{} // closed when work drops to zero while terminating
-	ended                  chan struct{} // closed when the session is terminated
+	// endedClosed: the session is terminated, and ended closed if made
+	// (endedChan, closeEnded).
+	endedClosed bool
+	running     *postStream   // the running requests, linked by prevWork/nextWork
+	idle        chan struct{} // closed when work drops to zero while terminating
+	// ended is closed when the session is terminated; made on first use
+	// (endedChan), since most sessions end without anything waiting for
+	// them: a 2026-07-28 request's session is made and ended by its one
+	// request.
+	ended chan struct{}
 	// With replicas, its pump, watch, lingering topic and touchedAt; nil
 	// on a handler whose store is its own (bareSession). Set before the
 	// session is shared, never changed.
@@ -153,7 +160,6 @@ func bareSession(h *Handler, id string) *session {
 		id:     id,
 		ctx:    ctx,
 		cancel: cancel,
-		ended:  make(chan struct{}),
 		calls:  newCallTable(h.callBase),
 	}
 	if h.shared {
@@ -522,7 +528,7 @@ func (s *session) finishTerminate(ctx context.Context, cause error) {
 	if !s.state.CompareAndSwap(stateTerminating, stateTerminated) {
 		return
 	}
-	defer close(s.ended)
+	defer s.closeEnded()
 	if !s.stateless {
 		s.h.log.Debug("lifeline: session ended", "session", logID(s.id), "cause", cause.Error())
 	}
@@ -569,7 +575,7 @@ func (s *session) terminate(ctx context.Context, cause error) bool {
 		t := time.NewTimer(s.h.cfg.CleanupTimeout)
 		defer t.Stop()
 		select {
-		case <-s.ended:
+		case <-s.endedChan():
 		case <-t.C:
 		}
 		return false
@@ -584,6 +590,32 @@ func (s *session) terminate(ctx context.Context, cause error) bool {
 }
 
 var _ server.ClientSession = (*session)(nil)
+
+// endedChan returns a channel that is closed once the session is
+// terminated (at once if it already is).
+func (s *session) endedChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = make(chan struct{})
+		if s.endedClosed {
+			close(s.ended)
+		}
+	}
+	return s.ended
+}
+
+// closeEnded marks the session terminated for endedChan, closing its
+// channel if one was made. It runs once, as the session's state becomes
+// terminated.
+func (s *session) closeEnded() {
+	s.mu.Lock()
+	s.endedClosed = true
+	if s.ended != nil {
+		close(s.ended)
+	}
+	s.mu.Unlock()
+}
 
 // busy reports whether the session has an open GET stream or a running
 // request, either of which counts as activity.

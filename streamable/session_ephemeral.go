@@ -94,6 +94,6 @@ func (s *session) endEphemeral() {
 	s.cancel(errRequestDone)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(context.Background(), s.id) // as finishTerminate: whatever registered it
-	close(s.ended)
+	s.closeEnded()
 	s.life.Unlock()
 }

@@ -54,7 +54,7 @@ func requireEnded(t *testing.T, h *Handler, s *session) {
 		t.Errorf("the session's context ended with %v, want %v", cause, errRequestDone)
 	}
 	select {
-	case <-s.ended:
+	case <-s.endedChan():
 	default:
 		t.Error("ended is not closed")
 	}
@@ -132,7 +132,7 @@ func TestEndEphemeralLeavesATerminationUnderWay(t *testing.T) {
 		t.Fatal("endEphemeral waited on a termination under way")
 	}
 	select {
-	case <-s.ended:
+	case <-s.endedChan():
 		t.Fatal("endEphemeral ended a session another termination owns")
 	default:
 	}
@@ -140,7 +140,7 @@ func TestEndEphemeralLeavesATerminationUnderWay(t *testing.T) {
 	s.finishTerminate(context.Background(), errShutdown)
 	s.life.Unlock()
 	select {
-	case <-s.ended:
+	case <-s.endedChan():
 	default:
 		t.Fatal("the termination under way did not end the session")
 	}

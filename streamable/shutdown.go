@@ -103,7 +103,7 @@ func (h *Handler) shutdown(ctx context.Context) error {
 	if err == nil {
 		ended := make([]<-chan struct{}, len(sessions))
 		for i, s := range sessions {
-			ended[i] = s.ended
+			ended[i] = s.endedChan()
 		}
 		err = waitAll(ctx, ended)
 	}
