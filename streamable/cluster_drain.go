@@ -33,7 +33,7 @@ func (h *Handler) drainsToReplicas() bool { return h.shared && h.cfg.EventLog !=
 // draining reports whether s was ended by a Shutdown that drains, and the
 // drain goes on.
 func (s *session) draining() bool {
-	if !s.h.drainsToReplicas() || !errors.Is(context.Cause(s.ctx), errShutdown) {
+	if !s.h.drainsToReplicas() || !errors.Is(s.endedWith(), errShutdown) {
 		return false
 	}
 	select {

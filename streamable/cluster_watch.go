@@ -22,7 +22,7 @@ func (s *session) awaitRetry(d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-s.ctx.Done():
+	case <-s.context().Done():
 		return false
 	}
 }
@@ -72,7 +72,7 @@ func (s *session) runWatch(done chan struct{}) {
 		}
 		retry = watchRetry
 		s.mu.Lock()
-		again := idle && s.ctx.Err() == nil && (s.work > 0 || s.rep.watch.work != seen)
+		again := idle && s.endedWith() == nil && (s.work > 0 || s.rep.watch.work != seen)
 		if !again && s.rep.watch.done == done {
 			s.rep.watch.done = nil
 		}
@@ -94,16 +94,17 @@ func (s *session) runWatch(done chan struct{}) {
 // others (replies are taken by the requests and streams waiting for them)
 // and is dropped. Its subscription is closed when it returns.
 func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
-	sub, err := s.h.store.Subscribe(s.ctx, s.id)
+	ctx := s.context()
+	sub, err := s.h.store.Subscribe(ctx, s.id)
 	switch {
 	case isGone(err):
-		return s.ctx.Err() == nil, false, false, 0
+		return ctx.Err() == nil, false, false, 0
 	case err != nil:
-		if s.ctx.Err() == nil {
+		if ctx.Err() == nil {
 			s.h.log.Debug("lifeline: cannot watch the session's bus yet; retrying",
 				"session", logID(s.id), "err", err)
 		}
-		return false, false, s.ctx.Err() == nil, 0
+		return false, false, ctx.Err() == nil, 0
 	}
 	defer sub.Close()
 	timer := time.NewTimer(watchIdle)
@@ -113,10 +114,10 @@ func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
 		select {
 		case _, ok := <-sub.Messages():
 			if !ok {
-				return s.ctx.Err() == nil && s.h.endedInStore(s.id), false, false, 0
+				return ctx.Err() == nil && s.h.endedInStore(s.id), false, false, 0
 			}
 			s.h.met.received()
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return false, false, false, 0
 		case <-timer.C:
 			if now := s.watchedWork(); now == seen && !s.working() {

@@ -32,7 +32,7 @@ func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 			h.writeFailure(w, errStore(err))
 			return
 		}
-		if !sess.terminate(ctx, errDeletedInStore) && context.Cause(sess.ctx) == errDeletedInStore {
+		if !sess.terminate(ctx, errDeletedInStore) && sess.endedWith() == errDeletedInStore {
 			// Another DELETE on this replica got there first.
 			h.writeFailure(w, errSessionNotFound())
 			return

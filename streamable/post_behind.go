@@ -115,7 +115,7 @@ func (p *postStream) storeBehind(batch [][]byte) {
 	ctx, cancel := context.WithTimeout(p.recordParent(), p.h.cfg.WriteTimeout) // as recordOn bounds one
 	defer cancel()
 	err := p.h.streamLog.StoreStream(ctx, p.sess.id, p.stream, rawMessages(batch))
-	if err != nil && p.sess.ctx.Err() != nil && !p.sess.livesOn(context.Cause(p.sess.ctx)) {
+	if cause := p.sess.endedWith(); err != nil && cause != nil && !p.sess.livesOn(cause) {
 		return // the session ended for good (a DELETE right after the call, say): its log is purged, nothing of it is lost
 	}
 	if err != nil {

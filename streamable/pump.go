@@ -97,10 +97,11 @@ func (s *session) runPump(done, stop chan struct{}) {
 	// The session's end stops the pump, unless this replica is draining:
 	// the session lives on elsewhere and the running requests here still
 	// send to it, so it goes on until the drain ends (drainEnd).
-	ended, fwdCtx := s.ctx.Done(), s.ctx
+	sctx := s.context()
+	ended, fwdCtx := sctx.Done(), sctx
 	var drainEnd <-chan struct{}
 	if s.draining() {
-		ended, drainEnd, fwdCtx = nil, s.h.drainEnd, context.WithoutCancel(s.ctx)
+		ended, drainEnd, fwdCtx = nil, s.h.drainEnd, context.WithoutCancel(sctx)
 	}
 	for {
 		// What reached the carry-over since (an ended stream's lingering
@@ -153,7 +154,7 @@ func (s *session) runPump(done, stop chan struct{}) {
 		case <-ended:
 			if s.draining() {
 				ended, drainEnd = nil, s.h.drainEnd
-				fwdCtx = context.WithoutCancel(s.ctx) // each forward bounded by the cleanup timeout
+				fwdCtx = context.WithoutCancel(sctx) // each forward bounded by the cleanup timeout
 				continue
 			}
 			// What it holds stays in the carry-over: a drain that just

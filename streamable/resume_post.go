@@ -86,7 +86,7 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 		case err != nil && !opened:
 			if errors.Is(err, sessionstore.ErrStreamNotStored) && !settled && (local || h.shared) && time.Now().Before(recordWait.due) {
 				if !recordWait.await(st, wake, sess, changed, local) {
-					if sess.ctx.Err() != nil {
+					if sess.endedWith() != nil {
 						h.writeFailure(w, h.goneAnswer()) // terminated meanwhile
 					}
 					return
@@ -133,7 +133,7 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 			return // closed: DELETE, Shutdown, or a failed write
 		case <-st.ctx.Done():
 			return // the client left
-		case <-sess.ctx.Done():
+		case <-sess.context().Done():
 			return
 		}
 	}
@@ -226,7 +226,7 @@ func (w *recordWait) await(st *sseStream, wake <-chan struct{}, sess *session, c
 		return false
 	case <-st.ctx.Done():
 		return false
-	case <-sess.ctx.Done():
+	case <-sess.context().Done():
 		return false
 	}
 	return true

@@ -51,10 +51,14 @@ type session struct {
 	// (spanID).
 	spanAttr atomic.Pointer[attribute.KeyValue]
 
-	// ctx ends when the session starts terminating; in-flight requests and
-	// pending server-to-client requests watch it.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	// lc is the session's context (context), which ends when the session
+	// starts terminating; in-flight requests and pending server-to-client
+	// requests watch it. It is made on first use: a 2026-07-28 request's
+	// session usually ends without anything having asked for it.
+	lc atomic.Pointer[sessionContext]
+	// endCause is the cause the session started terminating with (the
+	// first one given: endContext), nil while it is active.
+	endCause atomic.Pointer[error]
 
 	// q holds the queues bound for the standalone GET stream, made on
 	// first use (queues). Only the live GET handler (or, with replicas, the
@@ -154,13 +158,10 @@ func newSession(h *Handler, id string) *session {
 // before the session's queues were made (by a stream's end) once they are:
 // what a session with GET streams needs.
 func bareSession(h *Handler, id string) *session {
-	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &session{
-		h:      h,
-		id:     id,
-		ctx:    ctx,
-		cancel: cancel,
-		calls:  newCallTable(h.callBase),
+		h:     h,
+		id:    id,
+		calls: newCallTable(h.callBase),
 	}
 	if h.shared {
 		s.rep = &replicaParts{}
@@ -337,7 +338,7 @@ func (s *session) addPostStream(st *sseStream) {
 	s.mu.Unlock()
 	switch {
 	case interrupted:
-		st.close(context.Cause(s.ctx))
+		st.close(s.endedWith())
 	case cancelled:
 		st.squeeze(s.h.stallThreshold())
 	}
@@ -448,7 +449,7 @@ func (s *session) beginTerminate(cause error, graceful bool) (started bool, exit
 	if !s.state.CompareAndSwap(stateActive, stateTerminating) {
 		return false, nil
 	}
-	s.cancel(cause)
+	s.endContext(cause)
 	if !s.stateless { // a stateless session's calls fail at once anyway
 		s.calls.failAll(fmt.Errorf("lifeline: %w", cause))
 	}

@@ -270,14 +270,14 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 			deliverReply(s, m)
 		case <-ctx.Done():
 			waiting = false
-		case <-s.ctx.Done():
+		case <-s.context().Done():
 			waiting = false
 		}
 	}
 	// The session's end cancels its requests too; name the end, not the
 	// cancellation it caused.
-	if s.ctx.Err() != nil {
-		return nil, fmt.Errorf("lifeline: %s: %w", method, context.Cause(s.ctx))
+	if cause := s.endedWith(); cause != nil {
+		return nil, fmt.Errorf("lifeline: %s: %w", method, cause)
 	}
 	return nil, fmt.Errorf("lifeline: %s: %w", method, context.Cause(ctx))
 }

@@ -91,7 +91,7 @@ func (s *session) endEphemeral() {
 		s.terminate(context.Background(), errRequestDone)
 		return
 	}
-	s.cancel(errRequestDone)
+	s.endContextWith(&errRequestDone)
 	s.h.removeSession(s.id)
 	s.h.mcp.UnregisterSession(context.Background(), s.id) // as finishTerminate: whatever registered it
 	s.closeEnded()
