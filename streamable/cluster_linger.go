@@ -79,7 +79,7 @@ func (h *Handler) lingerTopic(sess *session, topic sessionstore.Subscription, l 
 		// The session's end ends it, unless this replica drains: the
 		// session lives on elsewhere, and the linger goes on until the
 		// drain ends (lingerEnd).
-		ended := sess.context().Done()
+		ended := sess.ctx().Done()
 		for {
 			select {
 			case m, ok := <-msgs:

@@ -22,7 +22,7 @@ func (s *session) awaitRetry(d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-s.context().Done():
+	case <-s.ctx().Done():
 		return false
 	}
 }
@@ -94,7 +94,7 @@ func (s *session) runWatch(done chan struct{}) {
 // others (replies are taken by the requests and streams waiting for them)
 // and is dropped. Its subscription is closed when it returns.
 func (s *session) watchBus() (ended, idle, failed bool, seen uint64) {
-	ctx := s.context()
+	ctx := s.ctx()
 	sub, err := s.h.store.Subscribe(ctx, s.id)
 	switch {
 	case isGone(err):

@@ -237,9 +237,9 @@ func (p *postStream) sendRecorded(msgs [][]byte) {
 // the write timeout).
 func (p *postStream) recordParent() context.Context {
 	if p.h.shared {
-		return context.WithoutCancel(p.sess.context())
+		return context.WithoutCancel(p.sess.ctx())
 	}
-	return p.sess.context()
+	return p.sess.ctx()
 }
 
 // releaseRunning asks each running request of a draining session whose

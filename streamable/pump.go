@@ -97,7 +97,7 @@ func (s *session) runPump(done, stop chan struct{}) {
 	// The session's end stops the pump, unless this replica is draining:
 	// the session lives on elsewhere and the running requests here still
 	// send to it, so it goes on until the drain ends (drainEnd).
-	sctx := s.context()
+	sctx := s.ctx()
 	ended, fwdCtx := sctx.Done(), sctx
 	var drainEnd <-chan struct{}
 	if s.draining() {

@@ -49,7 +49,7 @@ func primes(version string) bool { return version >= "2025-11-25" }
 // cannot replay it (nothing else changes for it: it is written, or carried
 // to the next stream, as without a log).
 func (h *Handler) record(sess *session, msg []byte) string {
-	return h.recordOn(sess.context(), sess, getStreamID, msg)
+	return h.recordOn(sess.ctx(), sess, getStreamID, msg)
 }
 
 // recordOn stores msg as the next event of sess's stream and returns its

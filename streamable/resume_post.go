@@ -133,7 +133,7 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 			return // closed: DELETE, Shutdown, or a failed write
 		case <-st.ctx.Done():
 			return // the client left
-		case <-sess.context().Done():
+		case <-sess.ctx().Done():
 			return
 		}
 	}
@@ -226,7 +226,7 @@ func (w *recordWait) await(st *sseStream, wake <-chan struct{}, sess *session, c
 		return false
 	case <-st.ctx.Done():
 		return false
-	case <-sess.context().Done():
+	case <-sess.ctx().Done():
 		return false
 	}
 	return true

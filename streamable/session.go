@@ -51,14 +51,14 @@ type session struct {
 	// (spanID).
 	spanAttr atomic.Pointer[attribute.KeyValue]
 
-	// lc is the session's context (context), which ends when the session
+	// lc is the session's context (ctx), which ends when the session
 	// starts terminating; in-flight requests and pending server-to-client
 	// requests watch it. It is made on first use: a 2026-07-28 request's
 	// session usually ends without anything having asked for it.
 	lc atomic.Pointer[sessionContext]
-	// endCause is the cause the session started terminating with (the
-	// first one given: endContext), nil while it is active.
-	endCause atomic.Pointer[error]
+	// endedBy points to the cause the session started terminating with
+	// (the first one given: endContext), nil while it is active.
+	endedBy atomic.Pointer[error]
 
 	// q holds the queues bound for the standalone GET stream, made on
 	// first use (queues). Only the live GET handler (or, with replicas, the

@@ -270,7 +270,7 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 			deliverReply(s, m)
 		case <-ctx.Done():
 			waiting = false
-		case <-s.context().Done():
+		case <-s.ctx().Done():
 			waiting = false
 		}
 	}

@@ -3,9 +3,76 @@ package streamable
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
+
+// A 2026-07-28 tools/call served over HTTP, answered as JSON, ends its
+// session without making the session's context or its ended channel: what
+// the request path runs never asks for them.
+func TestModernCallMakesNoSessionContext(t *testing.T) {
+	mcpSrv := server.NewMCPServer("lazy", "1")
+	seen := make(chan *session, 1)
+	mcpSrv.AddTool(mcp.NewTool("grab"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if rs, ok := server.ClientSessionFromContext(ctx).(*requestSession); ok {
+			seen <- rs.session
+		}
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := New(mcpSrv, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), HeartbeatInterval: Disabled})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); _ = h.Close() })
+
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"grab","arguments":{},` +
+		`"_meta":{"` + mcp.MetaKeyProtocolVersion + `":"` + mcp.ProtocolVersion20260728 + `","` + mcp.MetaKeyClientCapabilities + `":{}}}}`
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "tools/call")
+	req.Header.Set(mcp.HeaderName, "grab")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"ok"`) {
+		t.Fatalf("the call: status %d, %q, %v", resp.StatusCode, answer, err)
+	}
+	var s *session
+	select {
+	case s = <-seen:
+	default:
+		t.Fatal("the tool did not see lifeline's request session")
+	}
+	if got := s.state.Load(); got != stateTerminated {
+		t.Fatalf("the request's session is in state %d after the answer, want terminated (%d)", got, stateTerminated)
+	}
+	if s.lc.Load() != nil {
+		t.Error("the request path made the session's context")
+	}
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended != nil {
+		t.Error("the request path made the session's ended channel")
+	}
+}
 
 // A 2026-07-28 request's session that nothing asked for a context or a
 // wait on its end makes neither: its end costs no context, no cancel
@@ -23,7 +90,7 @@ func TestQuietEphemeralSessionMakesNoContextOrEndedChannel(t *testing.T) {
 	if ended != nil {
 		t.Error("the quiet session made its ended channel")
 	}
-	ctx := s.context()
+	ctx := s.ctx()
 	select {
 	case <-ctx.Done():
 	default:
@@ -62,7 +129,8 @@ func TestEndedChanClosesAtTheEnd(t *testing.T) {
 
 // A session's context made while the session starts terminating, on
 // another goroutine, ends all the same, with the first cause given; a
-// later cause changes nothing. Run under -race, each round races the two.
+// later cause changes nothing. Each round starts the three calls at once,
+// in whatever order the scheduler runs them.
 func TestSessionContextMadeWhileEndingEnds(t *testing.T) {
 	h := newEphemeralRig(t)
 	first, later := errors.New("first cause"), errors.New("later cause")
@@ -74,7 +142,7 @@ func TestSessionContextMadeWhileEndingEnds(t *testing.T) {
 		for i := range ctxs {
 			wg.Go(func() {
 				<-start
-				ctxs[i] = s.context()
+				ctxs[i] = s.ctx()
 			})
 		}
 		wg.Go(func() {

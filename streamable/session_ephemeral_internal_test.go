@@ -50,7 +50,7 @@ func requireEnded(t *testing.T, h *Handler, s *session) {
 	if st := h.Stats(); st.Sessions != 0 {
 		t.Errorf("Stats after the end: %+v, want no sessions", st)
 	}
-	if cause := context.Cause(s.context()); !errors.Is(cause, errRequestDone) {
+	if cause := context.Cause(s.ctx()); !errors.Is(cause, errRequestDone) {
 		t.Errorf("the session's context ended with %v, want %v", cause, errRequestDone)
 	}
 	select {

@@ -5,7 +5,9 @@ import (
 	"net/http"
 )
 
-// errRequestDone ends the ephemeral session of a stateless request.
+// errRequestDone ends the ephemeral session of a stateless or 2026-07-28
+// request. Ended sessions keep its address (endEphemeral: endContextWith)
+// and read it as their cause, so it is never assigned.
 var errRequestDone = errors.New("stateless request done")
 
 // errStatelessCall refuses server-to-client requests in stateless mode.
