@@ -53,8 +53,9 @@ type session struct {
 
 	// lc is the session's context (ctx), which ends when the session
 	// starts terminating; in-flight requests and pending server-to-client
-	// requests watch it. It is made on first use: a 2026-07-28 request's
-	// session usually ends without anything having asked for it.
+	// requests watch it. A session-era session makes it at once
+	// (newSession); an ephemeral one on first use, since a 2026-07-28
+	// request's session usually ends without anything having asked for it.
 	lc atomic.Pointer[sessionContext]
 	// endedBy points to the cause the session started terminating with
 	// (the first one given: endContext), nil while it is active.
@@ -148,9 +149,15 @@ type replicaParts struct {
 	touchedAt atomic.Int64
 }
 
+// newSession makes a session-era session, with its context made.
 func newSession(h *Handler, id string) *session {
 	s := bareSession(h, id)
 	s.qMade = make(chan struct{})
+	// A session-era session makes its context at once: its requests and
+	// its GET stream's opening record with it (a resumable request, a
+	// priming event), so nearly every one makes it, and made by the first
+	// stream it would be counted as that stream's.
+	s.ctx()
 	return s
 }
 
