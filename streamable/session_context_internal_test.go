@@ -63,14 +63,21 @@ func TestModernCallMakesNoSessionContext(t *testing.T) {
 	if got := s.state.Load(); got != stateTerminated {
 		t.Fatalf("the request's session is in state %d after the answer, want terminated (%d)", got, stateTerminated)
 	}
+	requireNeitherMade(t, s, "the request path")
+}
+
+// requireNeitherMade fails t if s has made its context or its ended
+// channel; by names what would have made them.
+func requireNeitherMade(t *testing.T, s *session, by string) {
+	t.Helper()
 	if s.lc.Load() != nil {
-		t.Error("the request path made the session's context")
+		t.Errorf("%s made the session's context", by)
 	}
 	s.mu.Lock()
 	ended := s.ended
 	s.mu.Unlock()
 	if ended != nil {
-		t.Error("the request path made the session's ended channel")
+		t.Errorf("%s made the session's ended channel", by)
 	}
 }
 
@@ -81,15 +88,7 @@ func TestModernCallMakesNoSessionContext(t *testing.T) {
 func TestQuietEphemeralSessionMakesNoContextOrEndedChannel(t *testing.T) {
 	_, s := addedEphemeral(t, "modern-", true)
 	s.endEphemeral()
-	if s.lc.Load() != nil {
-		t.Error("the quiet session made a context")
-	}
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if ended != nil {
-		t.Error("the quiet session made its ended channel")
-	}
+	requireNeitherMade(t, s, "the quiet session's end")
 	ctx := s.ctx()
 	select {
 	case <-ctx.Done():
