@@ -52,10 +52,13 @@ type session struct {
 	spanAttr atomic.Pointer[attribute.KeyValue]
 
 	// lc is the session's context (ctx), which ends when the session
-	// starts terminating; in-flight requests and pending server-to-client
-	// requests watch it. A session-era session makes it at once
-	// (newSession); an ephemeral one on first use, since a 2026-07-28
-	// request's session usually ends without anything having asked for it.
+	// starts terminating: what is recorded for the session (a resumable
+	// response, a GET stream's priming event), a resumed POST stream, a
+	// pending server-to-client request and, with replicas, the pump, the
+	// watch and a lingering topic end with it. A session-era session makes
+	// it at once (newSession); an ephemeral one on first use, since a
+	// 2026-07-28 request's session usually ends without anything having
+	// asked for it.
 	lc atomic.Pointer[sessionContext]
 	// endedBy points to the cause the session started terminating with
 	// (the first one given: endContext), nil while it is active.
@@ -153,10 +156,11 @@ type replicaParts struct {
 func newSession(h *Handler, id string) *session {
 	s := bareSession(h, id)
 	s.qMade = make(chan struct{})
-	// A session-era session makes its context at once: its requests and
-	// its GET stream's opening record with it (a resumable request, a
-	// priming event), so nearly every one makes it, and made by the first
-	// stream it would be counted as that stream's.
+	// A session-era session makes its context at once. With the event log
+	// (the default) its GET stream's opening records a priming event with
+	// it, and so does a resumable response that becomes a stream: made
+	// there, its 120 bytes would be counted as the first stream's, not the
+	// session's, in what an idle stream costs.
 	s.ctx()
 	return s
 }
