@@ -603,32 +603,6 @@ func (s *session) terminate(ctx context.Context, cause error) bool {
 
 var _ server.ClientSession = (*session)(nil)
 
-// endedChan returns a channel that is closed once the session is
-// terminated (at once if it already is).
-func (s *session) endedChan() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended == nil {
-		s.ended = make(chan struct{})
-		if s.endedClosed {
-			close(s.ended)
-		}
-	}
-	return s.ended
-}
-
-// closeEnded marks the session terminated for endedChan, closing its
-// channel if one was made. It runs once, as the session's state becomes
-// terminated.
-func (s *session) closeEnded() {
-	s.mu.Lock()
-	s.endedClosed = true
-	if s.ended != nil {
-		close(s.ended)
-	}
-	s.mu.Unlock()
-}
-
 // busy reports whether the session has an open GET stream or a running
 // request, either of which counts as activity.
 func (s *session) busy() bool {

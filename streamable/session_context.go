@@ -2,6 +2,10 @@ package streamable
 
 import "context"
 
+// What a session's end is watched through: its context (ctx), made at once
+// for a session-era session and on first use for an ephemeral one, and the
+// channel closed once it is terminated (endedChan), made on first use.
+
 // sessionContext is a session's context and the function that ends it,
 // made together on first use (session.ctx).
 type sessionContext struct {
@@ -57,4 +61,30 @@ func (s *session) endedWith() error {
 		return *cause
 	}
 	return nil
+}
+
+// endedChan returns a channel that is closed once the session is
+// terminated (at once if it already is).
+func (s *session) endedChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = make(chan struct{})
+		if s.endedClosed {
+			close(s.ended)
+		}
+	}
+	return s.ended
+}
+
+// closeEnded marks the session terminated for endedChan, closing its
+// channel if one was made. It runs once, as the session's state becomes
+// terminated.
+func (s *session) closeEnded() {
+	s.mu.Lock()
+	s.endedClosed = true
+	if s.ended != nil {
+		close(s.ended)
+	}
+	s.mu.Unlock()
 }
