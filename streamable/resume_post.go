@@ -77,6 +77,7 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 	// An id of a response recorded behind its write (post_behind.go) may
 	// be unknown only until its record lands: within a write timeout.
 	recordWait := recordWait{due: heard.Add(h.cfg.WriteTimeout), poll: recordPoll}
+	sessionEnded := sess.ctx().Done()
 	for {
 		changed, local, settled := h.postSignals.next(key)
 		got, final, wrote, err := h.replayPost(st, sess, stream, &cursor, &opened)
@@ -133,7 +134,7 @@ func (h *Handler) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 			return // closed: DELETE, Shutdown, or a failed write
 		case <-st.ctx.Done():
 			return // the client left
-		case <-sess.ctx().Done():
+		case <-sessionEnded:
 			return
 		}
 	}

@@ -245,7 +245,7 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 	if q := s.q.Load(); s.h.shared && q != nil && route.requests == q.requests {
 		s.ensurePump(false)
 	}
-	closed := route.closed
+	closed, sessionEnded := route.closed, s.ctx().Done()
 	for waiting := true; waiting; {
 		select {
 		case <-closed:
@@ -270,7 +270,7 @@ func (s *session) call(ctx context.Context, route callRoute, method string, para
 			deliverReply(s, m)
 		case <-ctx.Done():
 			waiting = false
-		case <-s.ctx().Done():
+		case <-sessionEnded:
 			waiting = false
 		}
 	}
