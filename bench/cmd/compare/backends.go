@@ -93,6 +93,7 @@ func (be *backends) start(v variant, s settings) (*bench.Peer, error) {
 		o.FloorHeaderChecks = true
 	case floorSession:
 		o.FloorSession = true
+	case floorTwin: // the floor's own options: it differs from the floor only in being another server
 	}
 	p, err := bench.StartPeer(v.peer, o)
 	if err != nil {

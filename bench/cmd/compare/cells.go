@@ -80,6 +80,7 @@ const (
 	sdkTracing                  // an always-sample SDK TracerProvider, as cmd/otelcost installs it
 	floorChecks                 // the floor runs MCPServer's own 2026-07-28 header checks (bench.Options.FloorHeaderChecks)
 	floorSession                // the floor gives each 2026-07-28 request a session (bench.Options.FloorSession)
+	floorTwin                   // a second floor server, the same handler: the noise a ratio of equals reads as
 )
 
 // variant is one column of the interleaved rounds: a peer, spoken to in one
@@ -108,6 +109,7 @@ const (
 	vMetrics        = "lifeline + SDK metrics"
 	vTracing        = "lifeline + SDK tracing"
 	vFloorTracing   = "floor + SDK tracing"
+	vFloorTwin      = "floor, a second server"
 )
 
 // allVariants are every variant, in rotation order.
@@ -127,6 +129,7 @@ var allVariants = []variant{
 	{vMetrics, bench.Lifeline, false, sdkMetrics},
 	{vTracing, bench.Lifeline, false, sdkTracing},
 	{vFloorTracing, bench.Floor, false, sdkTracing},
+	{vFloorTwin, bench.Floor, false, floorTwin},
 }
 
 // applies reports whether cell c is measured for variant v: the floor
@@ -134,10 +137,11 @@ var allVariants = []variant{
 // costs (the floor's tracing, the SDK's own cost, included) are measured
 // on JSON at 64 sessions only; the floor with MCPServer's header checks
 // and the floor with a session per request, references for the 2026-07-28
-// floor targets, at 16 and 64.
+// floor targets, at 16 and 64, as is the second floor server beside the
+// floor (the floor bound's noise).
 func applies(c cellSpec, v variant) bool {
 	switch {
-	case v.with == floorChecks, v.with == floorSession:
+	case v.with == floorChecks, v.with == floorSession, v.with == floorTwin:
 		return c == cellJSON16 || c == cellJSON64
 	case v.peer == bench.Floor && v.with == sdkTracing:
 		return c == cellJSON64

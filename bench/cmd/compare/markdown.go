@@ -192,7 +192,8 @@ const methodology = `
 - Interleaved rounds: after the per-peer phases, every variant is started at once, each on its own port: lifeline,
   stock mcp-go, go-sdk and the floor in the session era; lifeline, stock mcp-go, go-sdk and the floor spoken to in 2026-07-28,
   and, for JSON at 16 and 64 sessions, the floor running MCPServer's own 2026-07-28 header checks (` + "`bench/floor_checks.go`" + `)
-  and the floor giving each 2026-07-28 request a session (` + "`bench/floor_session.go`" + `);
+  and the floor giving each 2026-07-28 request a session (` + "`bench/floor_session.go`" + `), and a second floor server in
+  the session era, whose ratio to the first (two equal servers) is the noise the floor targets are read against;
   lifeline on a real redis-server (started on 127.0.0.1 as the root module's tests start it, ` + "`testutil.LaunchRedisServer`" + `;
   persistence off; the Redis cells say n/a when redis-server is not on PATH); and, for JSON at 64 sessions only, lifeline
   with resumability off (` + "`Config.DisableEventLog`" + `), with an SDK ` + "`MeterProvider`" + ` (a ManualReader) and with an

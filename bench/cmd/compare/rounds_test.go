@@ -88,7 +88,7 @@ func TestApplies(t *testing.T) {
 		}
 	}
 	for _, c := range allCells {
-		for _, v := range []string{vFloorChecked, vFloorSession} {
+		for _, v := range []string{vFloorChecked, vFloorSession, vFloorTwin} {
 			if want := c == cellJSON16 || c == cellJSON64; applies(c, byLabel[v]) != want {
 				t.Errorf("%s measured for %s: %v, want %v", c.key(), v, !want, want)
 			}

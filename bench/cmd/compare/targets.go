@@ -105,6 +105,14 @@ func targetsOf(iv *interleaved) []target {
 			"(what MCPServer charges for a session)", c.title()),
 			got: iv.ratioSpread(c.key(), vFloorSession, vFloorModern), none: "a reference: the floor's own two variants"})
 	}
+	// And what the floor bound's noise is: the same floor on a second
+	// server against the first, measured in the same rounds. Its median
+	// would be 1.00x on a quiet machine; how far it strays, and its range,
+	// is how far a ratio of equals strays here.
+	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+		ts = append(ts, target{what: fmt.Sprintf("%s: a second floor server vs the floor (the same handler on two servers: a ratio of equals)", c.title()),
+			got: iv.ratioSpread(c.key(), vFloorTwin, vFloor), none: floorTwinNote})
+	}
 	// Every tools/call cell, SSE as well as JSON: an SSE call on Redis
 	// records each event in the shared log before writing it.
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON1, cellJSON16, cellJSON64, cellSSE1, cellSSE16, cellSSE64}) {
@@ -138,6 +146,11 @@ const floorCheckedNote = "a reference: what MCPServer spends on the specificatio
 // reference beside the 2026-07-28 floor target, reported without a bound,
 // not a target of its own.
 const floorSessionNote = "a reference: the floor handing MCPServer the least session a transport that loses none of a tool's messages must give it, and paying what MCPServer does for one; the floor above gives none"
+
+// floorTwinNote says what the second floor server's line is: a ratio of
+// two equal servers, so its distance from 1.00x is the rounds' noise, the
+// yardstick for reading the floor targets above.
+const floorTwinNote = "a reference: two equal servers, so what strays from 1.00x is noise, beside the floor bound's 3%"
 
 // sdkCostHeld marks a cost (always-sampled tracing's) that is reported
 // against issue 13's 5% and held, as a target, to its part beyond what the
