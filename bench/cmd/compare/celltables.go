@@ -50,7 +50,7 @@ func renderCells(iv *interleaved) string {
 	}
 	fmt.Fprintf(&b, "Every variant below runs at once, each on its own port; each round measures every cell for each variant in turn, "+
 		"twice for %v each, in the round's order and then in reverse (a variant's sample is the mean of its two halves, so a drift of the machine's speed "+
-		"across the cell slows every variant alike), the starting variant rotating from round to round, for %d rounds. "+
+		"across the cell slows every variant alike), the order drawn anew for each cell of each round, for %d rounds. "+
 		"A req/s is the median over the rounds; a ratio is the median of the per-round ratios, with its range over the rounds "+
 		"in brackets, so a reader can tell a win from noise.\n\n", iv.dur/2, len(iv.rounds))
 	b.WriteString(renderSessionEra(iv))

@@ -43,6 +43,9 @@ type settings struct {
 	rounds   int
 	roundDur time.Duration
 	cells    []cellSpec
+	// orderSeed seeds the order each round measures a cell's variants
+	// in (shuffledOrder); 0 draws one, which the run logs.
+	orderSeed uint64
 }
 
 // peerResult is what runPeer measured for one peer; the ok flags say which
@@ -89,6 +92,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the interleaved rounds (with -peers lifeline, of lifeline's variants alone)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 7, quick 3); more on a quiet machine narrows the ranges")
 	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round, taken in two halves (default 1s, quick 300ms)")
+	orderSeed := flag.Uint64("order-seed", 0, "seed of the variants' order in each round and cell (default: drawn, and logged, so a run's order can be replayed)")
 	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
 	flag.Parse()
 	if *modern {
@@ -112,6 +116,7 @@ func main() {
 	if *roundDur > 0 {
 		s.roundDur = *roundDur
 	}
+	s.orderSeed = *orderSeed
 	run := strings.Split(*only, ",")
 	start := time.Now()
 	results := map[string]*peerResult{}

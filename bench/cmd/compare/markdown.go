@@ -200,8 +200,9 @@ const methodology = `
   always-sample SDK ` + "`TracerProvider`" + ` batching to an exporter that drops spans, as ` + "`bench/cmd/otelcost`" + ` installs them.
   Each round measures every cell for each variant in turn, twice for half the round's duration: in the round's order,
   then in reverse, a variant's sample being the mean of its two halves (so each variant's measurement is centred on
-  the cell's middle, and a machine whose speed drifts across the cell slows every variant alike); round r starts each
-  cell at variant r mod n, so no variant always runs first. A req/s is the median over the rounds; a ratio is the
+  the cell's middle, and a machine whose speed drifts across the cell slows every variant alike); the order is drawn
+  anew for each cell of each round (from a seed the run logs), so no variant always runs first or always follows the same
+  other. A req/s is the median over the rounds; a ratio is the
   median over the rounds of the ratio of two such samples of the same round; its range (min–max over the rounds) is
   the noise. The targets and the RATIO line use these ratios. Quick mode measures JSON and SSE at 64
   sessions and churn only.

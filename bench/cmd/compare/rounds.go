@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -23,7 +24,7 @@ type cellErr struct {
 
 // interleaved is what the interleaved rounds measured.
 type interleaved struct {
-	variants []variant  // started, in rotation order
+	variants []variant  // started, in allVariants' order
 	cells    []cellSpec // in report order
 	// rounds holds, per round, cell key -> variant label -> sample; a
 	// variant is missing from a cell of a round where its measurement
@@ -40,8 +41,8 @@ type interleaved struct {
 }
 
 // runInterleaved starts every variant of vs at once and measures each cell
-// of cells s.rounds times for s.roundDur, each round's variants in
-// rotation. A variant that cannot start is noted in absent and left out. It
+// of cells s.rounds times for s.roundDur, each round's variants in an
+// order of their own (shuffledOrder). A variant that cannot start is noted in absent and left out. It
 // closes every peer it started before it returns.
 func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *interleaved {
 	iv := &interleaved{cells: cells, dur: s.roundDur, absent: map[string]string{}, errs: map[string]*cellErr{}}
@@ -65,6 +66,12 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 		iv.err = errors.New("needs lifeline and at least one other peer (-peers)")
 		return iv
 	}
+	seed := s.orderSeed
+	if seed == 0 {
+		seed = rand.Uint64() | 1
+	}
+	logf("interleaved rounds: order seed %d (-order-seed replays it)", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
 	for r := range s.rounds {
 		began := time.Now()
 		round := map[string]map[string]sample{}
@@ -83,7 +90,7 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 			note := func(v variant, half int, err error) {
 				iv.noteErr(c, v, fmt.Sprintf("round %d, half %d: %v", r+1, half, err))
 			}
-			round[c.key()] = measureMirrored(rotation(variantsOf(c, iv.variants), r), measure, note)
+			round[c.key()] = measureMirrored(shuffledOrder(variantsOf(c, iv.variants), rng), measure, note)
 		}
 		iv.rounds = append(iv.rounds, round)
 		logf("round %d/%d took %.1f s", r+1, s.rounds, time.Since(began).Seconds())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -43,14 +44,26 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-// TestRotation checks that round r starts at variant r mod n and keeps the
-// order after it.
-func TestRotation(t *testing.T) {
-	vs := []string{"a", "b", "c"}
-	for r, want := range []string{"abc", "bca", "cab", "abc"} {
-		if got := strings.Join(rotation(vs, r), ""); got != want {
-			t.Errorf("round %d: %s, want %s", r, got, want)
+// TestShuffledOrder checks that each order is a permutation of the
+// variants, and that over rounds a variant follows more than one other.
+func TestShuffledOrder(t *testing.T) {
+	vs := []string{"a", "b", "c", "d", "e"}
+	rng := rand.New(rand.NewPCG(1, 0))
+	before := map[string]bool{} // what "a" was measured after
+	for range 20 {
+		order := shuffledOrder(vs, rng)
+		if got := slices.Sorted(slices.Values(order)); !slices.Equal(got, vs) {
+			t.Fatalf("order %v is not a permutation of %v", order, vs)
 		}
+		if i := slices.Index(order, "a"); i > 0 {
+			before[order[i-1]] = true
+		}
+	}
+	if len(before) < 2 {
+		t.Errorf("over 20 rounds, a followed only %v", before)
+	}
+	if !slices.Equal(vs, []string{"a", "b", "c", "d", "e"}) {
+		t.Errorf("shuffledOrder changed its argument: %v", vs)
 	}
 }
 
