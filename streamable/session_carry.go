@@ -5,9 +5,6 @@ import (
 	"fmt"
 )
 
-// A GET stream that takes a message and does not write it whole keeps
-// it for the session's next stream: the carry-over, bounded in attempts.
-
 // maxWriteAttempts bounds how many GET streams try to write one message. A
 // message whose write failed on that many streams (a client that never
 // takes it whole: it stalls, trickles below minWriteRate, or drops its

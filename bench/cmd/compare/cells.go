@@ -169,10 +169,11 @@ func variantsOf(c cellSpec, vs []variant) []variant {
 // variant's measurement leaves to the next is charged to the same variant
 // every time. Over runs 51 and 52 two equal floor servers read 1.011x
 // apart at 64 sessions, and lifeline read 2-3% less against the floor in
-// the halves where it followed stock mcp-go than in those where the floor
-// followed the Go SDK (the mechanism is not pinned down). Drawn anew for
-// each cell of each round, the neighbours vary, and what one measurement
-// leaves to the next falls on every variant alike.
+// the reverse halves (lifeline measured after stock mcp-go) than in the
+// forward ones (the floor after the Go SDK); the mechanism is not pinned
+// down. Drawn anew for each cell of each round, the neighbours vary, and
+// what one measurement leaves to the next falls on the variants at random:
+// it widens the ranges instead of biasing one ratio.
 func shuffledOrder[T any](vs []T, rng *rand.Rand) []T {
 	out := slices.Clone(vs)
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })

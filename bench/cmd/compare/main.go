@@ -92,7 +92,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the interleaved rounds (with -peers lifeline, of lifeline's variants alone)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 7, quick 3); more on a quiet machine narrows the ranges")
 	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round, taken in two halves (default 1s, quick 300ms)")
-	orderSeed := flag.Uint64("order-seed", 0, "seed of the variants' order in each round and cell (default: drawn, and logged, so a run's order can be replayed)")
+	orderSeed := flag.Uint64("order-seed", 0, "seed of the variants' order in each cell of each round (default: drawn, logged and written in the report); "+
+		"the same seed gives the same orders only with the same -peers, mode and -rounds and the same variants started (a redis-server found or not); -modern rotates instead")
 	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
 	flag.Parse()
 	if *modern {

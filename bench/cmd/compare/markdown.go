@@ -63,8 +63,8 @@ func renderMarkdown(rep report, s settings, svg string) string {
 	fmt.Fprintf(&b, "- machine: `nproc` = %s, CPU %s, GOMAXPROCS %d, %s, %s/%s\n", sh("nproc"), cpuModel(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "- date: %s; shared, noisy machine: a ratio's range over the rounds says how far to trust it\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- settings: heartbeat %v on every peer, lifeline write timeout %v; throughput: %d interleaved rounds of %v per variant and cell, in two halves "+
-		"(at most %d calls each half); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n\n",
-		s.heartbeat, s.writeTime, s.rounds, s.roundDur, s.maxReq, s.idleN, s.cpuWindow, s.deleteN, s.notifyN, s.stallCap)
+		"(at most %d calls each half), in orders drawn from seed %d (`-order-seed %d` replays them with the same peers and settings); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n\n",
+		s.heartbeat, s.writeTime, s.rounds, s.roundDur, s.maxReq, rep.iv.seed, rep.iv.seed, s.idleN, s.cpuWindow, s.deleteN, s.notifyN, s.stallCap)
 	if svg != "" {
 		link := svg
 		if !filepath.IsAbs(svg) {
@@ -201,7 +201,7 @@ const methodology = `
   Each round measures every cell for each variant in turn, twice for half the round's duration: in the round's order,
   then in reverse, a variant's sample being the mean of its two halves (so each variant's measurement is centred on
   the cell's middle, and a machine whose speed drifts across the cell slows every variant alike); the order is drawn
-  anew for each cell of each round (from a seed the run logs), so no variant always runs first or always follows the same
+  anew for each cell of each round (from the seed the settings line gives), so no variant always runs first or always follows the same
   other. A req/s is the median over the rounds; a ratio is the
   median over the rounds of the ratio of two such samples of the same round; its range (min–max over the rounds) is
   the noise. The targets and the RATIO line use these ratios. Quick mode measures JSON and SSE at 64

@@ -38,14 +38,20 @@ type interleaved struct {
 	errs map[string]*cellErr
 	// err is set when the phase could not run at all.
 	err error
+	// seed is what the variants' order was drawn from (shuffledOrder).
+	seed uint64
 }
 
 // runInterleaved starts every variant of vs at once and measures each cell
-// of cells s.rounds times for s.roundDur, each round's variants in an
-// order of their own (shuffledOrder). A variant that cannot start is noted in absent and left out. It
-// closes every peer it started before it returns.
+// of cells s.rounds times for s.roundDur, each cell's variants in each
+// round in an order of their own (shuffledOrder, from s.orderSeed or a
+// seed drawn here, kept in seed). A variant that cannot start is noted in
+// absent and left out. It closes every peer it started before it returns.
 func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *interleaved {
-	iv := &interleaved{cells: cells, dur: s.roundDur, absent: map[string]string{}, errs: map[string]*cellErr{}}
+	iv := &interleaved{cells: cells, dur: s.roundDur, absent: map[string]string{}, errs: map[string]*cellErr{}, seed: s.orderSeed}
+	if iv.seed == 0 {
+		iv.seed = rand.Uint64() | 1
+	}
 	peers := map[string]*bench.Peer{}
 	defer func() {
 		for _, p := range peers {
@@ -66,12 +72,8 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 		iv.err = errors.New("needs lifeline and at least one other peer (-peers)")
 		return iv
 	}
-	seed := s.orderSeed
-	if seed == 0 {
-		seed = rand.Uint64() | 1
-	}
-	logf("interleaved rounds: order seed %d (-order-seed replays it)", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	logf("interleaved rounds: order seed %d (-order-seed replays it)", iv.seed)
+	rng := rand.New(rand.NewPCG(iv.seed, 0))
 	for r := range s.rounds {
 		began := time.Now()
 		round := map[string]map[string]sample{}

@@ -65,6 +65,13 @@ func TestShuffledOrder(t *testing.T) {
 	if !slices.Equal(vs, []string{"a", "b", "c", "d", "e"}) {
 		t.Errorf("shuffledOrder changed its argument: %v", vs)
 	}
+	// The same seed draws the same orders (-order-seed replays a run).
+	a, b := rand.New(rand.NewPCG(7, 0)), rand.New(rand.NewPCG(7, 0))
+	for i := range 5 {
+		if x, y := shuffledOrder(vs, a), shuffledOrder(vs, b); !slices.Equal(x, y) {
+			t.Fatalf("draw %d from the same seed: %v and %v", i, x, y)
+		}
+	}
 }
 
 // TestApplies checks which cells each kind of variant is measured in.
@@ -157,13 +164,14 @@ func TestRatiosAndRatioLine(t *testing.T) {
 }
 
 // TestTargets checks the verdicts: a lower bound, an upper bound (Redis
-// latency), a cost over its bound, a cost without a bound, and the Redis lines when redis-server
-// was not found.
+// latency), a cost over its bound, a cost without a bound, a reference
+// (the second floor server), and the Redis lines when redis-server was not
+// found.
 func TestTargets(t *testing.T) {
 	iv := roundsOf(
-		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 83, vFloorTracing: 90},
-		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 87, vFloorTracing: 92},
-		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 84, vFloorTracing: 91},
+		map[string]float64{vLifeline: 100, vMCPGo: 101, vGoSDK: 30, vFloor: 104, vRedis: 50, vNoEventLog: 100, vMetrics: 96, vTracing: 83, vFloorTracing: 90, vFloorTwin: 99},
+		map[string]float64{vLifeline: 100, vMCPGo: 99, vGoSDK: 30, vFloor: 102, vRedis: 80, vNoEventLog: 101, vMetrics: 94, vTracing: 87, vFloorTracing: 92, vFloorTwin: 97},
+		map[string]float64{vLifeline: 100, vMCPGo: 102, vGoSDK: 30, vFloor: 101, vRedis: 70, vNoEventLog: 99, vMetrics: 95, vTracing: 84, vFloorTracing: 91, vFloorTwin: 95},
 	)
 	verdicts := map[string]string{}
 	for _, tg := range targetsOf(iv) {
@@ -178,6 +186,9 @@ func TestTargets(t *testing.T) {
 		cellJSON64.title() + ": cost of " + costs[2].what + ", with / without": "reported: misses issue 13's 5% at 0.840x; what the SDK itself costs is the next line, and lifeline's part beyond it is held by the last",
 		cellJSON64.title() + ": cost of " + costs[3].what + ", with / without": "reported: " + costs[3].noBound,
 		cellSSE64.title() + " vs stock mcp-go":                                 "n/a: not measured",
+		// Below the floor's bound (0.95x), and reported, not counted: a
+		// reference, not a target.
+		cellJSON64.title() + ": a second floor server vs the floor (the same handler on two servers: a ratio of equals)": "reported: " + floorTwinNote,
 	}
 	for what, v := range want {
 		if verdicts[what] != v {

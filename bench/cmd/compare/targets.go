@@ -194,6 +194,6 @@ func renderTargets(ts []target) string {
 		"lifeline on the Redis store is held to its latency bound against the memory store, not to the peers' req/s; " +
 		"a resumability or metrics cost is held to the project's 5% rule; tracing's to the same span's cost on the mcp-go floor " +
 		"(what the OpenTelemetry SDK itself costs a call, which can exceed issue 13's 5%: the floor's line shows it).\n\n")
-	b.WriteString(mdTable([]string{"target", "bound", "lifeline, median of rounds (range)", "rounds", "verdict"}, rows))
+	b.WriteString(mdTable([]string{"target", "bound", "measured: median of rounds (range)", "rounds", "verdict"}, rows))
 	return b.String()
 }
