@@ -168,10 +168,12 @@ func variantsOf(c cellSpec, vs []variant) []variant {
 // every variant the same neighbours in every round, so whatever one
 // variant's measurement leaves to the next is charged to the same variant
 // every time. Over runs 51 and 52 two equal floor servers read 1.011x
-// apart at 64 sessions, and lifeline read 2-3% less against the floor in
-// the reverse halves (lifeline measured after stock mcp-go) than in the
-// forward ones (the floor after the Go SDK); the mechanism is not pinned
-// down. Drawn anew for each cell of each round, the neighbours vary, and
+// apart at 64 sessions, and over runs 41-52 lifeline read 1.4-2.8 points
+// less against the floor in the reverse halves (lifeline measured after
+// stock mcp-go) than in the forward ones (the floor after the Go SDK);
+// random orders split the halves as far by chance, so neither is shown to
+// be the fixed order's doing (BENCHMARKS.md, "Runs 51-55"). Drawn anew
+// for each cell of each round, the neighbours vary, and
 // what one measurement leaves to the next falls on the variants at random:
 // it widens the ranges instead of biasing one ratio.
 func shuffledOrder[T any](vs []T, rng *rand.Rand) []T {
