@@ -172,7 +172,7 @@ func variantsOf(c cellSpec, vs []variant) []variant {
 // less against the floor in the reverse halves (lifeline measured after
 // stock mcp-go) than in the forward ones (the floor after the Go SDK);
 // random orders split the halves as far by chance, so neither is shown to
-// be the fixed order's doing (BENCHMARKS.md, "Runs 51-55"). Drawn anew
+// be the fixed order's doing (BENCHMARKS.md, "Runs 51-56"). Drawn anew
 // for each cell of each round, the neighbours vary, and
 // what one measurement leaves to the next falls on the variants at random:
 // it widens the ranges instead of biasing one ratio.
