@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -347,4 +349,34 @@ func MeasureChurn(p *Peer, workers int, dur time.Duration, maxCycles int) (float
 		return 0, err
 	}
 	return float64(count.Load()) / time.Since(start).Seconds(), nil
+}
+
+// settle collects garbage twice and returns the goroutine count, HeapAlloc
+// and StackInuse.
+func settle() (goroutines int, heap, stack uint64) {
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return runtime.NumGoroutine(), ms.HeapAlloc, ms.StackInuse
+}
+
+func rss() float64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseFloat(f[1], 64)
+	return pages * float64(os.Getpagesize())
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

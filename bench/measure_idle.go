@@ -4,12 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -41,36 +36,6 @@ type Idle struct {
 	// may have grown them): what the streams' stacks take between
 	// collections. 0 without a window.
 	StackAfterWindow float64
-}
-
-// settle collects garbage twice and returns the goroutine count, HeapAlloc
-// and StackInuse.
-func settle() (goroutines int, heap, stack uint64) {
-	runtime.GC()
-	time.Sleep(100 * time.Millisecond)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return runtime.NumGoroutine(), ms.HeapAlloc, ms.StackInuse
-}
-
-func rss() float64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseFloat(f[1], 64)
-	return pages * float64(os.Getpagesize())
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // MeasureIdle initializes n sessions, opens a GET stream on each with a raw

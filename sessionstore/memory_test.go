@@ -434,3 +434,32 @@ func TestRecordCaller(t *testing.T) {
 		t.Fatalf("after Update = %+v, want Caller digest-a kept", got)
 	}
 }
+
+// recv reads n buffered messages from sub without blocking, then, if
+// closed, checks that the channel is closed.
+func recv(t *testing.T, sub Subscription, n int, closed bool) (got []string) {
+	t.Helper()
+	for i := 0; i < n || closed; i++ {
+		select {
+		case msg, ok := <-sub.Messages():
+			if ok != (i < n) {
+				t.Fatalf("read %d: message %q, open=%v; want %d messages, closed=%v", i, msg, ok, n, closed)
+			}
+			if !ok {
+				return got
+			}
+			got = append(got, string(msg))
+		default:
+			t.Fatalf("read %d of %d messages (closed=%v); no more buffered", i, n, closed)
+		}
+	}
+	return got
+}
+
+func subscribe(t *testing.T, m *Memory, id string) Subscription {
+	t.Helper()
+	sub, err := m.Subscribe(ctx, id)
+	wantErr(t, "Subscribe "+id, err, nil)
+	t.Cleanup(func() { sub.Close() })
+	return sub
+}

@@ -148,9 +148,9 @@ type postStream struct {
 	batch  *batchResponse  // the batch's shared response, for a request of a batch
 	feed   *listenFeed     // a listen stream's broadcasts (listen.go), else nil
 
-	// A resumable request's (post_resume.go): its stream's name in the
-	// event log, whether an event id went out on its response, and the
-	// writer's hand-over of the response.
+	// A resumable request's (post_resume.go, post_letgo.go): its stream's
+	// name in the event log, whether an event id went out on its response,
+	// and the writer's hand-over of the response.
 	//
 	// The small fields sit together, here and below, so that a postStream
 	// fits in 512 bytes: the runtime allocates a larger object with pointers

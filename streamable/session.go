@@ -99,7 +99,7 @@ type session struct {
 	carry   []carried               // messages a failed stream took but could not write
 	posts   map[*sseStream]struct{} // made on first use (addPostStream)
 	work    int                     // running POST requests
-	letGo   int32                   // running requests whose response was let go of (post_resume.go)
+	letGo   int32                   // running requests whose response was let go of (post_letgo.go)
 	behind  int32                   // of work, requests that answered and whose record behind the write is pending (post_behind.go)
 	// While terminating: the running requests were cancelled and their
 	// writers squeezed (cancelRunning), or their writers closed
