@@ -22,12 +22,7 @@ func TestDeletePurgesTheSessionsEvents(t *testing.T) {
 	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled, EventLog: log})
 	ctx := testutil.Context(t, wait)
 	c := r.session()
-	s := r.stream(c)
-	notify(t, r, c.SessionID, "one")
-	ev, err := s.NextMessageEvent(ctx)
-	if err != nil || ev.ID == "" {
-		t.Fatalf("%+v %v", ev, err)
-	}
+	s, ev := streamWithOneEvent(t, ctx, r, c)
 	replayable := func() error {
 		_, err := log.ReplayEventsAfter(ctx, c.SessionID, logPart(ev.ID), func(string, json.RawMessage) error { return nil })
 		return err
@@ -52,17 +47,12 @@ func TestExpiryPurgesTheSessionsEvents(t *testing.T) {
 	r := newRig(t, streamable.Config{HeartbeatInterval: streamable.Disabled, IdleTTL: testIdleTTL, EventLog: log})
 	ctx := testutil.Context(t, wait)
 	c := r.session()
-	s := r.stream(c)
-	notify(t, r, c.SessionID, "one")
-	ev, err := s.NextMessageEvent(ctx)
-	if err != nil || ev.ID == "" {
-		t.Fatalf("%+v %v", ev, err)
-	}
+	s, ev := streamWithOneEvent(t, ctx, r, c)
 	s.Close()
 	testutil.Eventually(t, wait, "the idle session to expire", func() bool {
 		return r.h.Stats().Sessions == 0
 	})
-	_, err = log.ReplayEventsAfter(ctx, c.SessionID, logPart(ev.ID), func(string, json.RawMessage) error { return nil })
+	_, err := log.ReplayEventsAfter(ctx, c.SessionID, logPart(ev.ID), func(string, json.RawMessage) error { return nil })
 	if !errors.Is(err, sessionstore.ErrUnknownEventID) {
 		t.Fatalf("after expiry the log still replays the session's events (err %v)", err)
 	}

@@ -20,12 +20,7 @@ func TestQuietStreamOlderThanTheEventTTLResumes(t *testing.T) {
 	ctx := testutil.Context(t, wait)
 	c := r.client()
 	initializeAt(t, c, "2025-11-25")
-	s := r.stream(c)
-	notify(t, r, c.SessionID, "one")
-	ev, err := s.NextMessageEvent(ctx)
-	if err != nil || ev.ID == "" {
-		t.Fatalf("first notification: %+v %v", ev, err)
-	}
+	s, ev := streamWithOneEvent(t, ctx, r, c)
 	// An hour with the stream open and no notification; the client makes
 	// a call every ten minutes (answered on its POST), so the session is
 	// busy, never idle.

@@ -397,3 +397,17 @@ func logPart(sseID string) string {
 	_, id, _ := strings.Cut(sseID, "/")
 	return id
 }
+
+// streamWithOneEvent opens c's GET stream on r, has one notification sent
+// to the session and returns the stream with the event that carried it,
+// which has an id.
+func streamWithOneEvent(t *testing.T, ctx context.Context, r *rig, c *testutil.Client) (*testutil.Stream, testutil.Event) {
+	t.Helper()
+	s := r.stream(c)
+	notify(t, r, c.SessionID, "one")
+	ev, err := s.NextMessageEvent(ctx)
+	if err != nil || ev.ID == "" {
+		t.Fatalf("the first notification's event: %+v %v", ev, err)
+	}
+	return s, ev
+}
