@@ -47,9 +47,13 @@ func startBackends(vs []variant) *backends {
 				logf("redis: %v", be.redisErr)
 			}
 		case sdkMetrics:
-			be.meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		case sdkTracing:
-			be.tracer = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(dropExporter{}))
+			if be.meter == nil {
+				be.meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			}
+		case sdkTracing: // lifeline's and the floor's tracing variants share one
+			if be.tracer == nil {
+				be.tracer = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(dropExporter{}))
+			}
 		}
 	}
 	return be

@@ -55,6 +55,7 @@ func renderCells(iv *interleaved) string {
 		"in brackets, so a reader can tell a win from noise.\n\n", iv.dur/2, len(iv.rounds))
 	b.WriteString(renderSessionEra(iv))
 	b.WriteString(renderModernEra(iv))
+	b.WriteString(renderFloorRounds(iv))
 	b.WriteString(renderRedis(iv))
 	b.WriteString(renderCosts(iv))
 	if len(iv.absent) > 0 {
@@ -113,6 +114,32 @@ func renderModernEra(iv *interleaved) string {
 		"a reference, not a bound; and against the floor giving each request the least session MCPServer takes, as a transport " +
 		"that loses none of a tool's progress and log messages must (`bench/floor_session.go`, 16 and 64 sessions), paying what " +
 		"MCPServer does for a request with one: a reference too.\n"
+}
+
+// renderFloorRounds is the floor rounds' table: req/s of the floor
+// targets' variants and the ratios the floor targets are read from, with
+// the second floor server's (a ratio of equals) beside them; none when the
+// run had no floor rounds.
+func renderFloorRounds(iv *interleaved) string {
+	fl := iv.floor
+	if fl == nil || len(fl.rounds) == 0 {
+		return ""
+	}
+	headers := []string{"cell", "lifeline", "floor", "lifeline 2026-07-28", "floor 2026-07-28", "a second floor",
+		"lifeline vs floor", "lifeline vs floor, 2026-07-28", "second floor vs floor"}
+	var rows [][]string
+	for _, c := range fl.cells {
+		k := c.key()
+		rows = append(rows, []string{c.title(), fl.rpsText(k, vLifeline), fl.rpsText(k, vFloor), fl.rpsText(k, vLifelineModern),
+			fl.rpsText(k, vFloorModern), fl.rpsText(k, vFloorTwin), fl.ratioSpread(k, vLifeline, vFloor).ratioText(),
+			fl.ratioSpread(k, vLifelineModern, vFloorModern).ratioText(), fl.ratioSpread(k, vFloorTwin, vFloor).ratioText()})
+	}
+	return fmt.Sprintf("\n### The floor rounds: the floor targets' variants alone, %d rounds of %v per variant and cell: req/s\n\n", len(fl.rounds), fl.dur) +
+		mdTable(headers, rows) +
+		"\nAfter the main rounds, the same servers, the floor targets' variants alone: each round measures each of them in turn, " +
+		"in two halves as the main rounds do, so that lifeline's and the floor's measurements lie a few hundred milliseconds apart " +
+		"instead of seconds, over many short rounds. The floor targets are read from these rounds; the main rounds' figures for " +
+		"the same ratios are in the tables above and, as references, in the targets.\n"
 }
 
 // renderRedis is lifeline on a real redis-server against lifeline on the

@@ -46,6 +46,12 @@ type settings struct {
 	// orderSeed seeds the order each round measures a cell's variants
 	// in (shuffledOrder); 0 draws one, which the run logs.
 	orderSeed uint64
+	// floorRounds floor rounds of floorRoundDur per variant and cell, after
+	// the main rounds, measure floorCells for floorVariants alone: what
+	// the floor targets are read from.
+	floorRounds   int
+	floorRoundDur time.Duration
+	floorCells    []cellSpec
 }
 
 // peerResult is what runPeer measured for one peer; the ok flags say which
@@ -70,10 +76,12 @@ var peers = []string{bench.Lifeline, bench.MCPGo, bench.GoSDK, bench.Floor, benc
 var (
 	fullSettings = settings{maxReq: 500000, idleN: 9000, cpuWindow: 10 * time.Second,
 		deleteN: 300, notifyN: 300, stallCap: 30 * time.Second,
-		heartbeat: time.Second, writeTime: 10 * time.Second, rounds: 7, roundDur: time.Second, cells: allCells}
+		heartbeat: time.Second, writeTime: 10 * time.Second, rounds: 7, roundDur: time.Second, cells: allCells,
+		floorRounds: 40, floorRoundDur: 500 * time.Millisecond, floorCells: []cellSpec{cellJSON16, cellJSON64}}
 	quickSettings = settings{quick: true, maxReq: 50000, idleN: 1000, cpuWindow: 1500 * time.Millisecond,
 		deleteN: 50, notifyN: 50, stallCap: 2 * time.Second,
-		heartbeat: time.Second, writeTime: 10 * time.Second, rounds: 3, roundDur: 300 * time.Millisecond, cells: quickCells}
+		heartbeat: time.Second, writeTime: 10 * time.Second, rounds: 3, roundDur: 300 * time.Millisecond, cells: quickCells,
+		floorRounds: 4, floorRoundDur: 300 * time.Millisecond, floorCells: []cellSpec{cellJSON64}}
 )
 
 // main measures every selected peer's non-throughput rows in turn, then the
@@ -92,6 +100,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the interleaved rounds (with -peers lifeline, of lifeline's variants alone)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 7, quick 3); more on a quiet machine narrows the ranges")
 	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round, taken in two halves (default 1s, quick 300ms)")
+	floorRounds := flag.Int("floor-rounds", 0, "floor rounds, the floor targets' variants alone after the main rounds (default 40, quick 4; -1: none)")
 	orderSeed := flag.Uint64("order-seed", 0, "seed of the variants' order in each cell of each round (default: drawn, logged and written in the report); "+
 		"the same seed gives the same orders only with the same -peers, mode and -rounds and the same variants started (a redis-server found or not); -modern rotates instead")
 	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
@@ -118,6 +127,12 @@ func main() {
 		s.roundDur = *roundDur
 	}
 	s.orderSeed = *orderSeed
+	switch {
+	case *floorRounds > 0:
+		s.floorRounds = *floorRounds
+	case *floorRounds < 0:
+		s.floorRounds = 0
+	}
 	run := strings.Split(*only, ",")
 	start := time.Now()
 	results := map[string]*peerResult{}
@@ -238,7 +253,8 @@ func ratio(a, b float64) float64 {
 }
 
 // ratioLine is the last line printed: lifeline's throughput ratios, each the
-// median of the interleaved rounds' per-round ratios (0 when not measured),
+// median of the interleaved rounds' per-round ratios (0 when not measured;
+// json_vs_floor, as the floor target, of the floor rounds when the run had them),
 // and its idle stream cost beyond the plain handler. New fields go at the
 // end: scripts read the line by field name, older ones by position.
 func ratioLine(res map[string]*peerResult, iv *interleaved) string {
@@ -253,5 +269,5 @@ func ratioLine(res map[string]*peerResult, iv *interleaved) string {
 	vs := func(c cellSpec, peer string) float64 { return iv.ratioSpread(c.key(), vLifeline, peer).med }
 	return fmt.Sprintf("RATIO throughput_vs_mcpgo=%.2f throughput_vs_gosdk=%.2f goroutines_per_idle_stream=%.2f heap_per_idle_stream_vs_mcpgo=%.2f "+
 		"sse_vs_mcpgo=%.2f churn_vs_mcpgo=%.2f json_vs_floor=%.2f",
-		vs(cellJSON64, vMCPGo), vs(cellJSON64, vGoSDK), gor, heap, vs(cellSSE64, vMCPGo), vs(cellChurn, vMCPGo), vs(cellJSON64, vFloor))
+		vs(cellJSON64, vMCPGo), vs(cellJSON64, vGoSDK), gor, heap, vs(cellSSE64, vMCPGo), vs(cellChurn, vMCPGo), iv.floorOrMain().ratioSpread(cellJSON64.key(), vLifeline, vFloor).med)
 }

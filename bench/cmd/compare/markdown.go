@@ -65,6 +65,10 @@ func renderMarkdown(rep report, s settings, svg string) string {
 	fmt.Fprintf(&b, "- settings: heartbeat %v on every peer, lifeline write timeout %v; throughput: %d interleaved rounds of %v per variant and cell, in two halves "+
 		"(at most %d calls each half), in orders drawn from seed %d (`-order-seed %d` replays them with the same peers and settings); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n\n",
 		s.heartbeat, s.writeTime, s.rounds, s.roundDur, s.maxReq, rep.iv.seed, rep.iv.seed, s.idleN, s.cpuWindow, s.deleteN, s.notifyN, s.stallCap)
+	if fl := rep.iv.floor; fl != nil {
+		fmt.Fprintf(&b, "- floor rounds: %d of %v per variant and cell, after the main rounds, the floor targets' variants alone (the floor targets are read from them)\n\n",
+			len(fl.rounds), fl.dur)
+	}
 	if svg != "" {
 		link := svg
 		if !filepath.IsAbs(svg) {
@@ -206,4 +210,11 @@ const methodology = `
   median over the rounds of the ratio of two such samples of the same round; its range (min–max over the rounds) is
   the noise. The targets and the RATIO line use these ratios. Quick mode measures JSON and SSE at 64
   sessions and churn only.
+- Floor rounds: after the main rounds, the same running servers, the floor targets' variants alone (lifeline and the
+  floor in either era, and the second floor server) are measured again at JSON 16 and 64 sessions in many short rounds
+  (40 of 0.5 s per variant and cell; quick mode 4 of 0.3 s at 64 sessions), each as the main rounds measure a cell.
+  In the main rounds a cell's 10 to 16 variants are measured in turn, so lifeline's and the floor's measurements lie
+  seconds apart, and two equal servers read up to 4% apart in one run's median; here they lie a few hundred
+  milliseconds apart. The floor targets and the RATIO line's ` + "`json_vs_floor`" + ` are read from these rounds; the main
+  rounds' figures for the same ratios stay in the tables and, as references, in the targets.
 `

@@ -40,13 +40,38 @@ type interleaved struct {
 	err error
 	// seed is what the variants' order was drawn from (shuffledOrder).
 	seed uint64
+	// floor, when the run had them, are the floor rounds: the floor
+	// targets' variants alone, in rounds of their own (floorVariants).
+	floor *interleaved
+}
+
+// floorVariants are the variants of the floor rounds: the floor targets'
+// two pairs, lifeline and the floor in either era, and the second floor
+// server, whose ratio to the first is those rounds' noise. The main
+// rounds measure each cell for up to 16 variants in turn, so that the
+// measurements of lifeline and of the floor lie several seconds apart,
+// and two equal floor servers read up to 4% apart in one run's median
+// (runs 59 and 60); measured alone, in many short rounds, they lie at
+// most a few hundred milliseconds apart, and the many rounds' median
+// weighs a burst of noise less.
+var floorVariants = []string{vLifeline, vFloor, vLifelineModern, vFloorModern, vFloorTwin}
+
+// floorOrMain is what the floor targets are read from: the floor rounds
+// when the run had them, the main rounds otherwise.
+func (iv *interleaved) floorOrMain() *interleaved {
+	if iv.floor != nil && len(iv.floor.rounds) > 0 {
+		return iv.floor
+	}
+	return iv
 }
 
 // runInterleaved starts every variant of vs at once and measures each cell
 // of cells s.rounds times for s.roundDur, each cell's variants in each
 // round in an order of their own (shuffledOrder, from s.orderSeed or a
-// seed drawn here, kept in seed). A variant that cannot start is noted in
-// absent and left out. It closes every peer it started before it returns.
+// seed drawn here, kept in seed); then, with s.floorRounds set, the floor
+// rounds (floorVariants in s.floorCells, kept in floor). A variant that
+// cannot start is noted in absent and left out. It closes every peer it
+// started before it returns.
 func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *interleaved {
 	iv := &interleaved{cells: cells, dur: s.roundDur, absent: map[string]string{}, errs: map[string]*cellErr{}, seed: s.orderSeed}
 	if iv.seed == 0 {
@@ -74,30 +99,51 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 	}
 	logf("interleaved rounds: order seed %d (-order-seed replays it)", iv.seed)
 	rng := rand.New(rand.NewPCG(iv.seed, 0))
-	for r := range s.rounds {
+	iv.measureRounds(peers, s.rounds, s, rng, "round")
+	if s.floorRounds > 0 && len(s.floorCells) > 0 {
+		fl := &interleaved{cells: s.floorCells, dur: s.floorRoundDur, absent: iv.absent, errs: map[string]*cellErr{}, seed: iv.seed}
+		for _, v := range iv.variants {
+			if slices.Contains(floorVariants, v.label) {
+				fl.variants = append(fl.variants, v)
+			}
+		}
+		if len(fl.variants) >= 2 {
+			fs := s
+			fs.roundDur = s.floorRoundDur
+			fl.measureRounds(peers, s.floorRounds, fs, rng, "floor round")
+			iv.floor = fl
+		}
+	}
+	return iv
+}
+
+// measureRounds measures each of iv.cells for each of iv.variants (on
+// peers) in n rounds of s.roundDur per variant and cell, appending them to
+// iv.rounds; what names the rounds in the progress lines.
+func (iv *interleaved) measureRounds(peers map[string]*bench.Peer, n int, s settings, rng *rand.Rand, what string) {
+	for r := range n {
 		began := time.Now()
 		round := map[string]map[string]sample{}
 		halfRound := s
 		halfRound.roundDur = s.roundDur / 2
-		for _, c := range cells {
+		for _, c := range iv.cells {
 			measure := func(v variant) (sample, error) {
 				smp, err := measureCell(peers[v.label], c, halfRound)
 				if err != nil {
-					logf("round %d/%d %-7s %-28s %v", r+1, s.rounds, c.key(), v.label, err)
+					logf("%s %d/%d %-7s %-28s %v", what, r+1, n, c.key(), v.label, err)
 				} else {
-					logf("round %d/%d %-7s %-28s %8.0f/s p50 %v", r+1, s.rounds, c.key(), v.label, smp.rps, smp.p50)
+					logf("%s %d/%d %-7s %-28s %8.0f/s p50 %v", what, r+1, n, c.key(), v.label, smp.rps, smp.p50)
 				}
 				return smp, err
 			}
 			note := func(v variant, half int, err error) {
-				iv.noteErr(c, v, fmt.Sprintf("round %d, half %d: %v", r+1, half, err))
+				iv.noteErr(c, v, fmt.Sprintf("%s %d, half %d: %v", what, r+1, half, err))
 			}
 			round[c.key()] = measureMirrored(shuffledOrder(variantsOf(c, iv.variants), rng), measure, note)
 		}
 		iv.rounds = append(iv.rounds, round)
-		logf("round %d/%d took %.1f s", r+1, s.rounds, time.Since(began).Seconds())
+		logf("%s %d/%d took %.1f s", what, r+1, n, time.Since(began).Seconds())
 	}
-	return iv
 }
 
 // measureMirrored measures each variant of order twice, for half a round

@@ -188,7 +188,7 @@ func TestTargets(t *testing.T) {
 		cellSSE64.title() + " vs stock mcp-go":                                 "n/a: not measured",
 		// Below the floor's bound (0.95x), and reported, not counted: a
 		// reference, not a target.
-		cellJSON64.title() + ": a second floor server vs the floor (the same handler on two servers: a ratio of equals)": "reported: " + floorTwinNote,
+		cellJSON64.title() + ": a second floor server vs the floor (the same handler on two servers: a ratio of equals), in the main rounds": "reported: " + floorTwinNote,
 	}
 	for what, v := range want {
 		if verdicts[what] != v {
@@ -314,5 +314,100 @@ func TestMeasureMirrored(t *testing.T) {
 	want := map[string][]noted{"b": {{2, down}}, "c": {{1, partly}}, "d": {{1, refused}}, "e": {{2, gone}}}
 	if !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("noted %v, want %v (e: the failure that left it out, not its first partial error)", got, want)
+	}
+}
+
+// TestFloorRounds checks that the floor targets, and the RATIO line's
+// json_vs_floor, are read from the floor rounds when the run had them,
+// with the main rounds' figures for the same ratios reported beside them,
+// and the floor rounds' table.
+func TestFloorRounds(t *testing.T) {
+	iv := roundsOf(
+		map[string]float64{vLifeline: 90, vFloor: 100, vLifelineModern: 80, vFloorModern: 100, vFloorTwin: 100, vMCPGo: 90},
+		map[string]float64{vLifeline: 91, vFloor: 100, vLifelineModern: 81, vFloorModern: 100, vFloorTwin: 100, vMCPGo: 90},
+	)
+	iv.floor = roundsOf(
+		map[string]float64{vLifeline: 98, vFloor: 100, vLifelineModern: 96, vFloorModern: 100, vFloorTwin: 101},
+		map[string]float64{vLifeline: 99, vFloor: 100, vLifelineModern: 95, vFloorModern: 100, vFloorTwin: 99},
+		map[string]float64{vLifeline: 97, vFloor: 100, vLifelineModern: 97, vFloorModern: 100, vFloorTwin: 100},
+	)
+	iv.floor.dur = 500 * time.Millisecond
+	got := map[string]target{}
+	for _, tg := range targetsOf(iv) {
+		got[tg.what] = tg
+	}
+	title := cellJSON64.title()
+	for what, want := range map[string]struct {
+		med     float64
+		n       int
+		verdict string
+	}{
+		title + " vs the mcp-go floor":                                                          {0.98, 3, "met"},
+		title + " vs the mcp-go floor, 2026-07-28":                                              {0.96, 3, "**missed**"},
+		title + " vs the mcp-go floor, in the main rounds":                                      {0.905, 2, "reported: " + mainRoundsNote},
+		title + " vs the mcp-go floor, 2026-07-28, in the main rounds":                          {0.805, 2, "reported: " + mainRoundsNote},
+		title + ": a second floor server vs the floor, in the floor rounds (a ratio of equals)": {1.00, 3, "reported: " + floorTwinNote},
+	} {
+		tg, ok := got[what]
+		if !ok {
+			t.Errorf("no target %q", what)
+			continue
+		}
+		if math.Abs(tg.got.med-want.med) > 1e-9 || tg.got.n != want.n || tg.verdict() != want.verdict {
+			t.Errorf("%s: %+v %q, want median %.3f of %d rounds, %q", what, tg.got, tg.verdict(), want.med, want.n, want.verdict)
+		}
+	}
+	if line := ratioLine(map[string]*peerResult{}, iv); !strings.HasSuffix(line, " json_vs_floor=0.98") {
+		t.Errorf("ratio line %q, want json_vs_floor of the floor rounds, 0.98", line)
+	}
+	table := renderFloorRounds(iv)
+	if !strings.Contains(table, "3 rounds of 500ms") ||
+		!strings.Contains(table, "| "+title+" | 98 | 100 | 96 | 100 | 100 | 0.98x (0.97–0.99) | 0.96x (0.95–0.97) | 1.00x (0.99–1.01) |") {
+		t.Errorf("floor rounds table:\n%s", table)
+	}
+	// Without floor rounds: the floor targets of the main rounds, no
+	// references, no table.
+	iv.floor = nil
+	for _, tg := range targetsOf(iv) {
+		if strings.HasSuffix(tg.what, "in the main rounds") && strings.Contains(tg.what, "vs the mcp-go floor") {
+			t.Errorf("without floor rounds: %q reported", tg.what)
+		}
+		if tg.what == title+" vs the mcp-go floor" && math.Abs(tg.got.med-0.905) > 1e-9 {
+			t.Errorf("without floor rounds: %s %+v, want the main rounds' 0.905", tg.what, tg.got)
+		}
+	}
+	if got := renderFloorRounds(iv); got != "" {
+		t.Errorf("floor rounds table without floor rounds: %q", got)
+	}
+}
+
+// TestRunInterleavedFloorRounds runs the main rounds and the floor rounds
+// on real servers, briefly: every floor variant is measured in every floor
+// round, and no other variant is.
+func TestRunInterleavedFloorRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers and measures them: not in -short")
+	}
+	vs := selectVariants([]string{bench.Lifeline, bench.MCPGo, bench.Floor}, true)
+	s := quickSettings
+	s.rounds, s.roundDur, s.cells = 1, 60*time.Millisecond, []cellSpec{cellJSON16}
+	s.floorRounds, s.floorRoundDur, s.floorCells = 2, 60*time.Millisecond, []cellSpec{cellJSON16}
+	be := startBackends(vs)
+	defer be.close()
+	iv := runInterleaved(vs, s.cells, s, be)
+	if iv.err != nil || iv.floor == nil {
+		t.Fatalf("err %v, floor rounds %v", iv.err, iv.floor)
+	}
+	if len(iv.floor.rounds) != 2 {
+		t.Fatalf("%d floor rounds, want 2", len(iv.floor.rounds))
+	}
+	for i, rd := range iv.floor.rounds {
+		got := slices.Sorted(maps.Keys(rd[cellJSON16.key()]))
+		if want := slices.Sorted(slices.Values(floorVariants)); !slices.Equal(got, want) {
+			t.Errorf("floor round %d measured %v, want %v", i+1, got, want)
+		}
+	}
+	if _, ok := iv.rounds[0][cellJSON16.key()][vMCPGo]; !ok {
+		t.Errorf("main round: stock mcp-go not measured: %v", slices.Sorted(maps.Keys(iv.rounds[0][cellJSON16.key()])))
 	}
 }

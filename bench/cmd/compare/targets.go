@@ -75,13 +75,31 @@ func targetsOf(iv *interleaved) []target {
 		ts = append(ts, vs(c, vLifelineModern, vMCPGoModern, "stock mcp-go, 2026-07-28", peerBound),
 			vs(c, vLifelineModern, vGoSDKModern, "go-sdk, 2026-07-28", peerBound))
 	}
-	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
-		ts = append(ts, vs(c, vLifeline, vFloor, "the mcp-go floor", floorBound))
+	// The floor targets are read from the floor rounds when the run had
+	// them (floorVariants): the main rounds' figures follow as references.
+	fl := iv.floorOrMain()
+	for _, c := range fl.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+		ts = append(ts, target{what: fmt.Sprintf("%s vs the mcp-go floor", c.title()), got: fl.ratioSpread(c.key(), vLifeline, vFloor), bound: floorBound})
 	}
 	// 2026-07-28 too: the era mcp-go's and the Go SDK's clients speak by
 	// default, served by lifeline's own code, is held to the same bound.
-	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
-		ts = append(ts, vs(c, vLifelineModern, vFloorModern, "the mcp-go floor, 2026-07-28", floorBound))
+	for _, c := range fl.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+		ts = append(ts, target{what: fmt.Sprintf("%s vs the mcp-go floor, 2026-07-28", c.title()),
+			got: fl.ratioSpread(c.key(), vLifelineModern, vFloorModern), bound: floorBound})
+	}
+	// And the floor rounds' noise: the same floor on a second server
+	// against the first, measured in the same rounds.
+	if fl != iv {
+		for _, c := range fl.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+			ts = append(ts, target{what: fmt.Sprintf("%s: a second floor server vs the floor, in the floor rounds (a ratio of equals)", c.title()),
+				got: fl.ratioSpread(c.key(), vFloorTwin, vFloor), none: floorTwinNote})
+		}
+		for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
+			for _, era := range []struct{ l, f, suffix string }{{vLifeline, vFloor, ""}, {vLifelineModern, vFloorModern, ", 2026-07-28"}} {
+				ts = append(ts, target{what: fmt.Sprintf("%s vs the mcp-go floor%s, in the main rounds", c.title(), era.suffix),
+					got: iv.ratioSpread(c.key(), era.l, era.f), none: mainRoundsNote})
+			}
+		}
 	}
 	// A reference beside them, not a target: the floor that also runs the
 	// header checks MCPServer runs when mcp-go's own transport hands it the
@@ -110,7 +128,7 @@ func targetsOf(iv *interleaved) []target {
 	// would be 1.00x on a quiet machine; how far it strays, and its range,
 	// is how far a ratio of equals strays here.
 	for _, c := range iv.cellsOf([]cellSpec{cellJSON16, cellJSON64}) {
-		ts = append(ts, target{what: fmt.Sprintf("%s: a second floor server vs the floor (the same handler on two servers: a ratio of equals)", c.title()),
+		ts = append(ts, target{what: fmt.Sprintf("%s: a second floor server vs the floor (the same handler on two servers: a ratio of equals), in the main rounds", c.title()),
 			got: iv.ratioSpread(c.key(), vFloorTwin, vFloor), none: floorTwinNote})
 	}
 	// Every tools/call cell, SSE as well as JSON: an SSE call on Redis
@@ -134,6 +152,11 @@ func targetsOf(iv *interleaved) []target {
 	}
 	return ts
 }
+
+// mainRoundsNote says what the floor targets' figures from the main
+// rounds are: the same ratios, measured among every variant, reported
+// beside the counted ones of the floor rounds.
+const mainRoundsNote = "a reference: the same ratio among every variant in the main rounds; the floor target above is read from the floor rounds"
 
 // floorCheckedNote says why the floor with MCPServer's header checks is a
 // reference and not the 2026-07-28 floor target's: MCPServer's way of
