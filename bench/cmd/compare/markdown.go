@@ -63,12 +63,13 @@ func renderMarkdown(rep report, s settings, svg string) string {
 	fmt.Fprintf(&b, "- machine: `nproc` = %s, CPU %s, GOMAXPROCS %d, %s, %s/%s\n", sh("nproc"), cpuModel(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "- date: %s; shared, noisy machine: a ratio's range over the rounds says how far to trust it\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- settings: heartbeat %v on every peer, lifeline write timeout %v; throughput: %d interleaved rounds of %v per variant and cell, in two halves "+
-		"(at most %d calls each half), in orders drawn from seed %d (`-order-seed %d` replays them with the same peers and settings); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n\n",
+		"(at most %d calls each half), in orders drawn from seed %d (`-order-seed %d` replays them with the same peers and settings); %d idle streams, CPU window %v, %d DELETE-to-close samples, %d notification samples, stalled-reader cap %v\n",
 		s.heartbeat, s.writeTime, s.rounds, s.roundDur, s.maxReq, rep.iv.seed, rep.iv.seed, s.idleN, s.cpuWindow, s.deleteN, s.notifyN, s.stallCap)
 	if fl := rep.iv.floor; fl != nil {
-		fmt.Fprintf(&b, "- floor rounds: %d of %v per variant and cell, after the main rounds, the floor targets' variants alone (the floor targets are read from them)\n\n",
+		fmt.Fprintf(&b, "- floor rounds: %d of %v per variant and cell, after the main rounds, the floor targets' variants alone (the floor targets are read from them)\n",
 			len(fl.rounds), fl.dur)
 	}
+	b.WriteString("\n")
 	if svg != "" {
 		link := svg
 		if !filepath.IsAbs(svg) {
@@ -110,10 +111,18 @@ func runErrors(rep report) []string {
 			}
 		}
 	}
-	keys := slices.Sorted(maps.Keys(rep.iv.errs))
-	for _, k := range keys {
-		e := rep.iv.errs[k]
-		errs = append(errs, fmt.Sprintf("- interleaved rounds, %s: %d of %d rounds; %s", k, e.rounds, len(rep.iv.rounds), e.first))
+	phases := []struct {
+		what string
+		iv   *interleaved
+	}{{"interleaved rounds", rep.iv}, {"floor rounds", rep.iv.floor}}
+	for _, ph := range phases {
+		if ph.iv == nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(ph.iv.errs)) {
+			e := ph.iv.errs[k]
+			errs = append(errs, fmt.Sprintf("- %s, %s: %d of %d rounds; %s", ph.what, k, e.rounds, len(ph.iv.rounds), e.first))
+		}
 	}
 	return errs
 }

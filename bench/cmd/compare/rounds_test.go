@@ -411,3 +411,22 @@ func TestRunInterleavedFloorRounds(t *testing.T) {
 		t.Errorf("main round: stock mcp-go not measured: %v", slices.Sorted(maps.Keys(iv.rounds[0][cellJSON16.key()])))
 	}
 }
+
+// TestRunErrors checks that the errors of both phases are listed, each
+// with its phase and its rounds.
+func TestRunErrors(t *testing.T) {
+	iv := roundsOf(map[string]float64{vLifeline: 1})
+	iv.errs = map[string]*cellErr{}
+	iv.noteErr(cellJSON64, variant{label: vMCPGo}, "round 1, half 1: down")
+	iv.floor = roundsOf(map[string]float64{vLifeline: 1}, map[string]float64{vLifeline: 1})
+	iv.floor.errs = map[string]*cellErr{}
+	iv.floor.noteErr(cellJSON64, variant{label: vFloor}, "floor round 2, half 2: refused")
+	got := runErrors(report{res: map[string]*peerResult{}, iv: iv})
+	want := []string{
+		"- interleaved rounds, json-64 mcp-go: 1 of 1 rounds; round 1, half 1: down",
+		"- floor rounds, json-64 floor: 1 of 2 rounds; floor round 2, half 2: refused",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("run errors\n got %q\nwant %q", got, want)
+	}
+}
