@@ -137,8 +137,8 @@ func renderFloorRounds(iv *interleaved) string {
 	return fmt.Sprintf("\n### The floor rounds: the floor targets' variants alone, %d rounds of %v per variant and cell: req/s\n\n", len(fl.rounds), fl.dur) +
 		mdTable(headers, rows) +
 		"\nAfter the main rounds, the same servers, the floor targets' variants alone: each round measures each of them in turn, " +
-		"in two halves as the main rounds do, so that lifeline's and the floor's measurements lie a few hundred milliseconds apart " +
-		"instead of seconds, over many short rounds. The floor targets are read from these rounds; the main rounds' figures for " +
+		"in two halves as the main rounds do, so that lifeline's and the floor's measurements lie at most about a second apart " +
+		"instead of several, over many short rounds. The floor targets are read from these rounds; the main rounds' figures for " +
 		"the same ratios are in the tables above and, as references, in the targets.\n"
 }
 

@@ -10,7 +10,7 @@
 // are measured per peer. It writes a markdown report and an SVG chart.
 //
 //	cd bench && go run ./cmd/compare -quick          # about a minute, prints the RATIO line last
-//	cd bench && go run ./cmd/compare                 # full run (~10 min), writes ../BENCHMARKS.md and chart.svg
+//	cd bench && go run ./cmd/compare                 # full run (~17 min), writes ../BENCHMARKS.md and chart.svg
 //	cd bench && go run ./cmd/compare -modern         # 2026-07-28 vs stock and vs the session era, prints markdown
 //
 // It reports; it never fails on a number.
@@ -100,7 +100,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the interleaved rounds (with -peers lifeline, of lifeline's variants alone)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 7, quick 3); more on a quiet machine narrows the ranges")
 	roundDur := flag.Duration("round-dur", 0, "each variant's measurement per cell and round, taken in two halves (default 1s, quick 300ms)")
-	floorRounds := flag.Int("floor-rounds", 0, "floor rounds, the floor targets' variants alone after the main rounds (default 40, quick 4; -1: none)")
+	floorRounds := flag.Int("floor-rounds", 0, "floor rounds, the floor targets' variants alone after the main rounds (default 40, quick 4; -1: none; none under -cpuprofile)")
 	orderSeed := flag.Uint64("order-seed", 0, "seed of the variants' order in each cell of each round (default: drawn, logged and written in the report); "+
 		"the same seed gives the same orders only with the same -peers, mode and -rounds and the same variants started (a redis-server found or not); -modern rotates instead")
 	modern := flag.Bool("modern", false, "measure protocol 2026-07-28 instead: lifeline and stock in both eras, progress loss, idle listen streams; prints markdown")
@@ -127,12 +127,7 @@ func main() {
 		s.roundDur = *roundDur
 	}
 	s.orderSeed = *orderSeed
-	switch {
-	case *floorRounds > 0:
-		s.floorRounds = *floorRounds
-	case *floorRounds < 0:
-		s.floorRounds = 0
-	}
+	s.floorRounds = floorRoundsOf(*floorRounds, s.floorRounds, *cpuProfile != "")
 	run := strings.Split(*only, ",")
 	start := time.Now()
 	results := map[string]*peerResult{}
@@ -161,6 +156,20 @@ func main() {
 		}
 	}
 	fmt.Println(ratioLine(results, rep.iv))
+}
+
+// floorRoundsOf is how many floor rounds a run measures: flagged, when the
+// -floor-rounds flag is positive; none when it is negative, or under a CPU
+// profile (which profiles the main rounds' variants, as -cpuprofile says);
+// otherwise the mode's default.
+func floorRoundsOf(flagged, def int, profiled bool) int {
+	switch {
+	case flagged < 0, profiled:
+		return 0
+	case flagged > 0:
+		return flagged
+	}
+	return def
 }
 
 // runRounds starts the backends the variants vs need, runs the interleaved
@@ -254,7 +263,9 @@ func ratio(a, b float64) float64 {
 
 // ratioLine is the last line printed: lifeline's throughput ratios, each the
 // median of the interleaved rounds' per-round ratios (0 when not measured;
-// json_vs_floor, as the floor target, of the floor rounds when the run had them),
+// json_vs_floor, as the floor target, of the floor rounds when the run had
+// them, as since run 61; json_vs_floor_main, the same of the main rounds,
+// as json_vs_floor was up to run 60),
 // and its idle stream cost beyond the plain handler. New fields go at the
 // end: scripts read the line by field name, older ones by position.
 func ratioLine(res map[string]*peerResult, iv *interleaved) string {
@@ -268,6 +279,7 @@ func ratioLine(res map[string]*peerResult, iv *interleaved) string {
 	}
 	vs := func(c cellSpec, peer string) float64 { return iv.ratioSpread(c.key(), vLifeline, peer).med }
 	return fmt.Sprintf("RATIO throughput_vs_mcpgo=%.2f throughput_vs_gosdk=%.2f goroutines_per_idle_stream=%.2f heap_per_idle_stream_vs_mcpgo=%.2f "+
-		"sse_vs_mcpgo=%.2f churn_vs_mcpgo=%.2f json_vs_floor=%.2f",
-		vs(cellJSON64, vMCPGo), vs(cellJSON64, vGoSDK), gor, heap, vs(cellSSE64, vMCPGo), vs(cellChurn, vMCPGo), iv.floorOrMain().ratioSpread(cellJSON64.key(), vLifeline, vFloor).med)
+		"sse_vs_mcpgo=%.2f churn_vs_mcpgo=%.2f json_vs_floor=%.2f json_vs_floor_main=%.2f",
+		vs(cellJSON64, vMCPGo), vs(cellJSON64, vGoSDK), gor, heap, vs(cellSSE64, vMCPGo), vs(cellChurn, vMCPGo), iv.floorOrMain().ratioSpread(cellJSON64.key(), vLifeline, vFloor).med,
+		vs(cellJSON64, vFloor))
 }

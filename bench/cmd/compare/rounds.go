@@ -48,16 +48,17 @@ type interleaved struct {
 // floorVariants are the variants of the floor rounds: the floor targets'
 // two pairs, lifeline and the floor in either era, and the second floor
 // server, whose ratio to the first is those rounds' noise. The main
-// rounds measure each cell for up to 16 variants in turn, so that the
-// measurements of lifeline and of the floor lie several seconds apart,
-// and two equal floor servers read up to 4% apart in one run's median
-// (runs 59 and 60); measured alone, in many short rounds, they lie at
-// most a few hundred milliseconds apart, and the many rounds' median
-// weighs a burst of noise less.
+// rounds measure a floor cell for 12 to 16 variants in turn, so that the
+// measurements of lifeline and of the floor lie seconds apart, and two
+// equal floor servers read up to 6% apart in one run's median (runs
+// 53-62); measured alone, in many short rounds, they lie at most about a
+// second apart, and the many rounds' median weighs a burst of noise less.
 var floorVariants = []string{vLifeline, vFloor, vLifelineModern, vFloorModern, vFloorTwin}
 
 // floorOrMain is what the floor targets are read from: the floor rounds
-// when the run had them, the main rounds otherwise.
+// when the run had them, the main rounds otherwise. (Floor rounds all of
+// whose measurements of a pair failed read n/a, and say why in the run's
+// errors: the main rounds' figures are still in the references.)
 func (iv *interleaved) floorOrMain() *interleaved {
 	if iv.floor != nil && len(iv.floor.rounds) > 0 {
 		return iv.floor
@@ -100,21 +101,35 @@ func runInterleaved(vs []variant, cells []cellSpec, s settings, be *backends) *i
 	logf("interleaved rounds: order seed %d (-order-seed replays it)", iv.seed)
 	rng := rand.New(rand.NewPCG(iv.seed, 0))
 	iv.measureRounds(peers, s.rounds, s, rng, "round")
-	if s.floorRounds > 0 && len(s.floorCells) > 0 {
-		fl := &interleaved{cells: s.floorCells, dur: s.floorRoundDur, absent: iv.absent, errs: map[string]*cellErr{}, seed: iv.seed}
-		for _, v := range iv.variants {
-			if slices.Contains(floorVariants, v.label) {
-				fl.variants = append(fl.variants, v)
-			}
-		}
-		if len(fl.variants) >= 2 {
-			fs := s
-			fs.roundDur = s.floorRoundDur
-			fl.measureRounds(peers, s.floorRounds, fs, rng, "floor round")
-			iv.floor = fl
+	iv.floor = runFloorRounds(iv, peers, s, rng)
+	return iv
+}
+
+// runFloorRounds measures the floor rounds, s.floorRounds of
+// s.floorRoundDur, on the peers the main rounds iv measured, continuing
+// their order's rng: floorVariants in s.floorCells. It returns nil, having
+// measured nothing, without floor rounds to run or without a pair a floor
+// target compares (lifeline and the floor, in either era) among iv's
+// variants: -peers without the floor, say.
+func runFloorRounds(iv *interleaved, peers map[string]*bench.Peer, s settings, rng *rand.Rand) *interleaved {
+	if s.floorRounds <= 0 || len(s.floorCells) == 0 {
+		return nil
+	}
+	fl := &interleaved{cells: s.floorCells, dur: s.floorRoundDur, absent: map[string]string{}, errs: map[string]*cellErr{}, seed: iv.seed}
+	has := map[string]bool{}
+	for _, v := range iv.variants {
+		if slices.Contains(floorVariants, v.label) {
+			fl.variants = append(fl.variants, v)
+			has[v.label] = true
 		}
 	}
-	return iv
+	if !(has[vLifeline] && has[vFloor]) && !(has[vLifelineModern] && has[vFloorModern]) {
+		return nil
+	}
+	fs := s
+	fs.roundDur = s.floorRoundDur
+	fl.measureRounds(peers, s.floorRounds, fs, rng, "floor round")
+	return fl
 }
 
 // measureRounds measures each of iv.cells for each of iv.variants (on

@@ -157,7 +157,7 @@ func TestRatiosAndRatioLine(t *testing.T) {
 		bench.Plain:    {idleOK: true, idle: bench.Idle{GoroutinesPerStream: 4, HeapPerStream: 1000}},
 	}
 	want := "RATIO throughput_vs_mcpgo=1.20 throughput_vs_gosdk=12.00 goroutines_per_idle_stream=0.00 heap_per_idle_stream_vs_mcpgo=0.50 " +
-		"sse_vs_mcpgo=0.00 churn_vs_mcpgo=0.00 json_vs_floor=1.10"
+		"sse_vs_mcpgo=0.00 churn_vs_mcpgo=0.00 json_vs_floor=1.10 json_vs_floor_main=1.10"
 	if got := ratioLine(res, iv); got != want {
 		t.Errorf("ratio line\n got %q\nwant %q", got, want)
 	}
@@ -357,8 +357,8 @@ func TestFloorRounds(t *testing.T) {
 			t.Errorf("%s: %+v %q, want median %.3f of %d rounds, %q", what, tg.got, tg.verdict(), want.med, want.n, want.verdict)
 		}
 	}
-	if line := ratioLine(map[string]*peerResult{}, iv); !strings.HasSuffix(line, " json_vs_floor=0.98") {
-		t.Errorf("ratio line %q, want json_vs_floor of the floor rounds, 0.98", line)
+	if line := ratioLine(map[string]*peerResult{}, iv); !strings.HasSuffix(line, " json_vs_floor=0.98 json_vs_floor_main=0.91") {
+		t.Errorf("ratio line %q, want json_vs_floor of the floor rounds, 0.98, and json_vs_floor_main of the main rounds, 0.91", line)
 	}
 	table := renderFloorRounds(iv)
 	if !strings.Contains(table, "3 rounds of 500ms") ||
@@ -391,15 +391,15 @@ func TestRunInterleavedFloorRounds(t *testing.T) {
 	vs := selectVariants([]string{bench.Lifeline, bench.MCPGo, bench.Floor}, true)
 	s := quickSettings
 	s.rounds, s.roundDur, s.cells = 1, 60*time.Millisecond, []cellSpec{cellJSON16}
-	s.floorRounds, s.floorRoundDur, s.floorCells = 2, 60*time.Millisecond, []cellSpec{cellJSON16}
+	s.floorRounds, s.floorRoundDur, s.floorCells = 2, 40*time.Millisecond, []cellSpec{cellJSON16}
 	be := startBackends(vs)
 	defer be.close()
 	iv := runInterleaved(vs, s.cells, s, be)
 	if iv.err != nil || iv.floor == nil {
 		t.Fatalf("err %v, floor rounds %v", iv.err, iv.floor)
 	}
-	if len(iv.floor.rounds) != 2 {
-		t.Fatalf("%d floor rounds, want 2", len(iv.floor.rounds))
+	if len(iv.floor.rounds) != 2 || iv.floor.dur != 40*time.Millisecond || iv.dur != 60*time.Millisecond {
+		t.Fatalf("%d floor rounds of %v after main rounds of %v, want 2 of 40ms after 60ms", len(iv.floor.rounds), iv.floor.dur, iv.dur)
 	}
 	for i, rd := range iv.floor.rounds {
 		got := slices.Sorted(maps.Keys(rd[cellJSON16.key()]))
@@ -428,5 +428,37 @@ func TestRunErrors(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("run errors\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestNoFloorRoundsWithoutAPair checks that a run whose variants hold no
+// pair a floor target compares (-peers without the floor) measures no
+// floor rounds, and that -floor-rounds and -cpuprofile decide how many a
+// run measures.
+func TestNoFloorRoundsWithoutAPair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers: not in -short")
+	}
+	vs := selectVariants([]string{bench.Lifeline, bench.MCPGo}, true)
+	s := quickSettings
+	s.rounds, s.roundDur, s.cells = 1, 40*time.Millisecond, []cellSpec{cellJSON16}
+	s.floorRounds, s.floorRoundDur, s.floorCells = 2, 40*time.Millisecond, []cellSpec{cellJSON16}
+	be := startBackends(vs)
+	defer be.close()
+	iv := runInterleaved(vs, s.cells, s, be)
+	if iv.err != nil || len(iv.rounds) != 1 {
+		t.Fatalf("main rounds: err %v, %d rounds", iv.err, len(iv.rounds))
+	}
+	if iv.floor != nil {
+		t.Errorf("floor rounds measured without the floor: %d rounds", len(iv.floor.rounds))
+	}
+	for _, c := range []struct {
+		flagged, def int
+		profiled     bool
+		want         int
+	}{{0, 40, false, 40}, {12, 40, false, 12}, {-1, 40, false, 0}, {0, 40, true, 0}, {12, 4, true, 0}} {
+		if got := floorRoundsOf(c.flagged, c.def, c.profiled); got != c.want {
+			t.Errorf("floorRoundsOf(%d, %d, %v) = %d, want %d", c.flagged, c.def, c.profiled, got, c.want)
+		}
 	}
 }

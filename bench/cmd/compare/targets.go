@@ -213,7 +213,7 @@ func renderTargets(ts []target) string {
 			fmt.Fprintf(&b, "; reported, not counted: %s %s", t.what, t.none)
 		}
 	}
-	b.WriteString(". Each is a median of per-round ratios of the interleaved rounds (range in brackets); " +
+	b.WriteString(". Each is a median of per-round ratios of the interleaved rounds (range in brackets), the floor targets' of the floor rounds when the run had them; " +
 		"lifeline on the Redis store is held to its latency bound against the memory store, not to the peers' req/s; " +
 		"a resumability or metrics cost is held to the project's 5% rule; tracing's to the same span's cost on the mcp-go floor " +
 		"(what the OpenTelemetry SDK itself costs a call, which can exceed issue 13's 5%: the floor's line shows it).\n\n")
