@@ -10,7 +10,7 @@
 // are measured per peer. It writes a markdown report and an SVG chart.
 //
 //	cd bench && go run ./cmd/compare -quick          # about a minute, prints the RATIO line last
-//	cd bench && go run ./cmd/compare                 # full run (~17 min), writes ../BENCHMARKS.md and chart.svg
+//	cd bench && go run ./cmd/compare                 # full run (~13 min; -rounds 11 ~17), writes ../BENCHMARKS.md and chart.svg
 //	cd bench && go run ./cmd/compare -modern         # 2026-07-28 vs stock and vs the session era, prints markdown
 //
 // It reports; it never fails on a number.

@@ -221,8 +221,8 @@ const methodology = `
   sessions and churn only.
 - Floor rounds: after the main rounds, the same running servers, the floor targets' variants alone (lifeline and the
   floor in either era, and the second floor server) are measured again at JSON 16 and 64 sessions (quick mode: 64) in
-  many short rounds (how many and how long: the settings line above), each as the main rounds measure a cell. In the
-  main rounds a floor cell's 12 to 16 variants are measured in turn, so lifeline's and the floor's measurements lie
+  many short rounds (how many and how long: the floor-rounds line of the list at the top, when the run had them), each as the main rounds measure a cell. In the
+  main rounds a floor cell's 11 to 16 variants are measured in turn, so lifeline's and the floor's measurements lie
   seconds apart, and two equal servers read up to 6% apart in one run's median (runs 53-62); here they lie at most
   about a second apart. The floor targets and the RATIO line's ` + "`json_vs_floor`" + ` are read from these rounds
   (` + "`json_vs_floor_main`" + ` is the same ratio in the main rounds, as ` + "`json_vs_floor`" + ` was up to run 60); the main

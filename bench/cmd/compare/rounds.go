@@ -48,7 +48,7 @@ type interleaved struct {
 // floorVariants are the variants of the floor rounds: the floor targets'
 // two pairs, lifeline and the floor in either era, and the second floor
 // server, whose ratio to the first is those rounds' noise. The main
-// rounds measure a floor cell for 12 to 16 variants in turn, so that the
+// rounds measure a floor cell for 11 to 16 variants in turn, so that the
 // measurements of lifeline and of the floor lie seconds apart, and two
 // equal floor servers read up to 6% apart in one run's median (runs
 // 53-62); measured alone, in many short rounds, they lie at most about a

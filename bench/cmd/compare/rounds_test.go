@@ -433,8 +433,7 @@ func TestRunErrors(t *testing.T) {
 
 // TestNoFloorRoundsWithoutAPair checks that a run whose variants hold no
 // pair a floor target compares (-peers without the floor) measures no
-// floor rounds, and that -floor-rounds and -cpuprofile decide how many a
-// run measures.
+// floor rounds.
 func TestNoFloorRoundsWithoutAPair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers: not in -short")
@@ -452,6 +451,11 @@ func TestNoFloorRoundsWithoutAPair(t *testing.T) {
 	if iv.floor != nil {
 		t.Errorf("floor rounds measured without the floor: %d rounds", len(iv.floor.rounds))
 	}
+}
+
+// TestFloorRoundsOf checks how -floor-rounds and -cpuprofile decide how
+// many floor rounds a run measures.
+func TestFloorRoundsOf(t *testing.T) {
 	for _, c := range []struct {
 		flagged, def int
 		profiled     bool
