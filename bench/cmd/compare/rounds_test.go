@@ -388,13 +388,7 @@ func TestRunInterleavedFloorRounds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers and measures them: not in -short")
 	}
-	vs := selectVariants([]string{bench.Lifeline, bench.MCPGo, bench.Floor}, true)
-	s := quickSettings
-	s.rounds, s.roundDur, s.cells = 1, 60*time.Millisecond, []cellSpec{cellJSON16}
-	s.floorRounds, s.floorRoundDur, s.floorCells = 2, 40*time.Millisecond, []cellSpec{cellJSON16}
-	be := startBackends(vs)
-	defer be.close()
-	iv := runInterleaved(vs, s.cells, s, be)
+	iv := briefRounds([]string{bench.Lifeline, bench.MCPGo, bench.Floor}, 60*time.Millisecond, 40*time.Millisecond)
 	if iv.err != nil || iv.floor == nil {
 		t.Fatalf("err %v, floor rounds %v", iv.err, iv.floor)
 	}
@@ -438,13 +432,7 @@ func TestNoFloorRoundsWithoutAPair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers: not in -short")
 	}
-	vs := selectVariants([]string{bench.Lifeline, bench.MCPGo}, true)
-	s := quickSettings
-	s.rounds, s.roundDur, s.cells = 1, 40*time.Millisecond, []cellSpec{cellJSON16}
-	s.floorRounds, s.floorRoundDur, s.floorCells = 2, 40*time.Millisecond, []cellSpec{cellJSON16}
-	be := startBackends(vs)
-	defer be.close()
-	iv := runInterleaved(vs, s.cells, s, be)
+	iv := briefRounds([]string{bench.Lifeline, bench.MCPGo}, 40*time.Millisecond, 40*time.Millisecond)
 	if iv.err != nil || len(iv.rounds) != 1 {
 		t.Fatalf("main rounds: err %v, %d rounds", iv.err, len(iv.rounds))
 	}
@@ -465,4 +453,17 @@ func TestFloorRoundsOf(t *testing.T) {
 			t.Errorf("floorRoundsOf(%d, %d, %v) = %d, want %d", c.flagged, c.def, c.profiled, got, c.want)
 		}
 	}
+}
+
+// briefRounds runs the interleaved rounds on real servers of the peers
+// run (no Redis), briefly: one main round of JSON at 16 sessions of
+// mainDur, then two floor rounds of floorDur.
+func briefRounds(run []string, mainDur, floorDur time.Duration) *interleaved {
+	vs := selectVariants(run, true)
+	s := quickSettings
+	s.rounds, s.roundDur, s.cells = 1, mainDur, []cellSpec{cellJSON16}
+	s.floorRounds, s.floorRoundDur, s.floorCells = 2, floorDur, []cellSpec{cellJSON16}
+	be := startBackends(vs)
+	defer be.close()
+	return runInterleaved(vs, s.cells, s, be)
 }
