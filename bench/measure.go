@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -41,33 +42,74 @@ type Throughput struct {
 	// Short is how many SSE calls got fewer than 3 progress notifications
 	// (counted in Errors too), Lost how many notifications they missed.
 	Short, Lost int
+	// Elapsed is how long the calls took, from the first's start to the
+	// last's end.
+	Elapsed time.Duration
 }
 
 // MeasureThroughput runs conc clients, each on its own session, calling
 // tools/call (echo as JSON, or the progress tool answered as SSE) for dur or
 // until maxReq calls in total, whichever comes first. A Modern peer's
-// clients make sessionless 2026-07-28 calls instead.
+// clients make sessionless 2026-07-28 calls instead. It is StartCallers,
+// Run and Close in one.
 func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq int) (Throughput, error) {
-	url := p.JSONURL
-	tool, args := ToolEcho, map[string]any{"text": "x"}
-	if sse {
-		url, tool, args = p.URL, ToolProgress, map[string]any{}
+	c, err := StartCallers(p, conc, sse)
+	if err != nil {
+		return Throughput{}, err
 	}
-	tr := NewTransport(conc)
-	defer tr.CloseIdleConnections()
+	defer c.Close()
+	return c.Run(dur, maxReq), nil
+}
+
+// Callers are conc clients of one peer, each on a session of its own
+// (none for a Modern peer), ready to call tools/call: what
+// MeasureThroughput sets up before it measures and ends after, for a
+// caller that wants neither inside what it measures.
+type Callers struct {
+	clients []*Client
+	tr      *http.Transport
+	tool    string
+	args    map[string]any
+	sse     bool
+}
+
+// StartCallers makes conc clients of p and, in the session era,
+// initializes a session for each. On an error the sessions opened so far
+// are ended.
+func StartCallers(p *Peer, conc int, sse bool) (*Callers, error) {
+	url := p.JSONURL
+	c := &Callers{tool: ToolEcho, args: map[string]any{"text": "x"}, sse: sse, tr: NewTransport(conc)}
+	if sse {
+		url, c.tool, c.args = p.URL, ToolProgress, map[string]any{}
+	}
 	ctx := context.Background()
-	clients := make([]*Client, conc)
-	for i := range clients {
-		clients[i] = NewClient(url, tr)
-		clients[i].Modern = p.Modern
+	c.clients = make([]*Client, conc)
+	for i := range c.clients {
+		c.clients[i] = NewClient(url, c.tr)
+		c.clients[i].Modern = p.Modern
 		if p.Modern {
 			continue
 		}
-		if err := clients[i].Initialize(ctx); err != nil {
-			return Throughput{}, err
+		if err := c.clients[i].Initialize(ctx); err != nil {
+			c.Close()
+			return nil, err
 		}
 	}
-	defer deleteAll(clients)
+	return c, nil
+}
+
+// Close ends the callers' sessions (a DELETE each, bounded) and closes
+// their idle connections.
+func (c *Callers) Close() {
+	deleteAll(c.clients)
+	c.tr.CloseIdleConnections()
+}
+
+// Run has every caller call tools/call in a loop for dur or until maxReq
+// calls in total, whichever comes first, and returns the throughput and
+// latency of the calls answered; it may be run more than once.
+func (c *Callers) Run(dur time.Duration, maxReq int) Throughput {
+	ctx := context.Background()
 	var (
 		count    atomic.Int64
 		errs     atomic.Int64
@@ -75,17 +117,17 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 		lost     atomic.Int64
 		firstErr atomic.Value
 		wg       sync.WaitGroup
-		lats     = make([][]time.Duration, conc)
+		lats     = make([][]time.Duration, len(c.clients))
 	)
 	start := time.Now()
 	deadline := start.Add(dur)
-	for i, c := range clients {
+	for i, cl := range c.clients {
 		wg.Go(func() {
 			l := make([]time.Duration, 0, 1024)
 			for time.Now().Before(deadline) && count.Add(1) <= int64(maxReq) {
 				t0 := time.Now()
-				_, prog, err := c.CallTool(ctx, tool, args, sse)
-				if err == nil && sse && prog != 3 {
+				_, prog, err := cl.CallTool(ctx, c.tool, c.args, c.sse)
+				if err == nil && c.sse && prog != 3 {
 					err = fmt.Errorf("%d progress notifications, want 3", prog)
 					if prog < 3 {
 						short.Add(1)
@@ -106,11 +148,11 @@ func MeasureThroughput(p *Peer, conc int, sse bool, dur time.Duration, maxReq in
 	elapsed := time.Since(start)
 	all := slices.Concat(lats...)
 	t := Throughput{RPS: float64(len(all)) / elapsed.Seconds(), Lat: summarize(all), Errors: int(errs.Load()),
-		Short: int(short.Load()), Lost: int(lost.Load())}
+		Short: int(short.Load()), Lost: int(lost.Load()), Elapsed: elapsed}
 	if s, ok := firstErr.Load().(string); ok {
 		t.FirstEr = s
 	}
-	return t, nil
+	return t
 }
 
 func deleteAll(clients []*Client) {
@@ -376,7 +418,15 @@ func rss() float64 {
 }
 
 func cpuTime() time.Duration {
+	d, _ := ProcessCPU()
+	return d
+}
+
+// ProcessCPU is this process's CPU time so far, user and system.
+func ProcessCPU() (time.Duration, error) {
 	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -30,11 +30,11 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/bench"
@@ -55,15 +55,26 @@ type settings struct {
 
 // phase is one peer's measurement in one phase.
 type phase struct {
-	peer   string
-	calls  int
-	server time.Duration // this process's CPU time over the phase
-	client time.Duration // the client child's
+	peer          string
+	calls         int
+	elapsed       time.Duration // the child's calls, first start to last end
+	server        time.Duration // this process's CPU time over the phase
+	client        time.Duration // the child's, over its calls
+	allocBytes    uint64        // what this process allocated over the phase
+	allocObjects  uint64
+	clientProcess int // the child's process id
 }
 
-// childResult is what a client child prints once its phase is over.
+// childReady is what a client child prints once its sessions are open
+// and its clients warm.
+type childReady struct {
+	PID int `json:"pid"`
+}
+
+// childResult is what a client child prints once its calls are over.
 type childResult struct {
 	Calls    int    `json:"calls"`
+	Elapsed  int64  `json:"elapsed_ns"`
 	CPU      int64  `json:"cpu_ns"`
 	Errors   int    `json:"errors"`
 	FirstErr string `json:"first_error,omitempty"`
@@ -85,33 +96,39 @@ func main() {
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the servers' process per phase and peer, as PREFIX.<peer>.<phase>.pprof")
 	flag.Parse()
 	s := settings{peers: strings.Split(*peers, ","), modern: *modern, conc: *conc, phases: *phases, dur: *dur, warm: *warm, cpuprofile: *cpu}
-	out, err := run(s, os.Stderr)
+	got, err := run(s, os.Stderr)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Print(out)
+	fmt.Print(render(s, got))
 }
 
-// run starts the peers, measures them in s.phases phases (logging each
-// measurement to progress) and returns the report.
-func run(s settings, progress io.Writer) (string, error) {
+// run starts the peers and measures them in s.phases phases, logging
+// each measurement to progress; it returns each phase's measurements in
+// the peers' order.
+func run(s settings, progress io.Writer) ([][]phase, error) {
 	if len(s.peers) < 1 || s.phases < 1 || s.conc < 1 || s.dur <= 0 {
-		return "", errors.New("need a peer, a phase, a client and a duration")
+		return nil, errors.New("need a peer, a phase, a client and a duration")
+	}
+	for i, name := range s.peers {
+		if slices.Contains(s.peers[:i], name) {
+			return nil, fmt.Errorf("peer %s named twice", name)
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("finding this program to run as the client child: %w", err)
+		return nil, fmt.Errorf("finding this program to run as the client child: %w", err)
 	}
 	servers := make([]*bench.Peer, len(s.peers))
 	for i, name := range s.peers {
 		p, err := bench.StartPeer(name, bench.Options{Heartbeat: 20 * time.Second, WriteTimeout: 10 * time.Second})
 		if err != nil {
-			return "", fmt.Errorf("starting %s: %w", name, err)
+			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}
 		defer p.Close()
 		servers[i] = p.InEra(s.modern)
 	}
-	var got [][]phase // per phase, in the peers' order
+	var got [][]phase
 	for ph := range s.phases {
 		order := slices.Clone(servers)
 		if ph%2 == 1 {
@@ -121,22 +138,23 @@ func run(s settings, progress io.Writer) (string, error) {
 		for _, p := range order {
 			m, err := measure(exe, p, s, ph)
 			if err != nil {
-				return "", fmt.Errorf("phase %d, %s: %w", ph, p.Name, err)
+				return nil, fmt.Errorf("phase %d, %s: %w", ph, p.Name, err)
 			}
 			fmt.Fprintf(progress, "phase %d %s: %.0f calls/s, server %.2f µs a call, clients %.2f µs a call\n",
-				ph, p.Name, float64(m.calls)/s.dur.Seconds(), perCall(m.server, m.calls), perCall(m.client, m.calls))
+				ph, p.Name, rate(m.calls, m.elapsed), perCall(m.server, m.calls), perCall(m.client, m.calls))
 			row[slices.Index(servers, p)] = m
 		}
 		got = append(got, row)
 	}
-	return render(s, got), nil
+	return got, nil
 }
 
-// measure runs one phase against p: a client child warms up, then calls
-// for s.dur while this process's CPU time (and, with s.cpuprofile, a CPU
-// profile) is taken. The child is killed if it takes a minute longer
-// than it should.
-func measure(exe string, p *bench.Peer, s settings, ph int) (phase, error) {
+// measure runs one phase against p: a client child opens its sessions
+// and warms up, then calls for s.dur while this process's CPU time and
+// allocation (and, with s.cpuprofile, a CPU profile) are taken. The child
+// is killed if it takes a minute longer than it should; its exit status
+// is part of any error.
+func measure(exe string, p *bench.Peer, s settings, ph int) (m phase, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.warm+s.dur+time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, driveFlag, "-url", p.JSONURL, "-modern="+strconv.FormatBool(s.modern),
@@ -144,43 +162,48 @@ func measure(exe string, p *bench.Peer, s settings, ph int) (phase, error) {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return phase{}, err
+		return phase{}, fmt.Errorf("the client child's stdin: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return phase{}, err
+		return phase{}, fmt.Errorf("the client child's stdout: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
 		return phase{}, fmt.Errorf("starting the client child: %w", err)
 	}
 	defer func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
+		_ = stdin.Close() // the child ends its sessions and exits
+		if werr := cmd.Wait(); werr != nil && err != nil {
+			err = fmt.Errorf("%w (the client child: %v)", err, werr)
+		}
 	}()
 	lines := bufio.NewReader(stdout)
-	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
-		return phase{}, fmt.Errorf("the client child did not get ready: %q, %v", line, err)
+	var ready childReady
+	if err := readLine(lines, &ready); err != nil {
+		return phase{}, fmt.Errorf("the client child did not get ready: %w", err)
 	}
 	stop, err := startProfile(s.cpuprofile, p.Name, ph)
 	if err != nil {
 		return phase{}, err
 	}
-	cpu0 := processCPU()
-	_, err = io.WriteString(stdin, "go\n")
-	var line []byte
+	bytes0, objects0 := allocated()
+	cpu0, err := bench.ProcessCPU()
+	var res childResult
 	if err == nil {
-		line, err = lines.ReadBytes('\n')
+		if _, err = io.WriteString(stdin, "go\n"); err == nil {
+			err = readLine(lines, &res)
+		}
 	}
-	server := processCPU() - cpu0
+	cpu1, cerr := bench.ProcessCPU()
+	bytes1, objects1 := allocated()
 	if perr := stop(); err == nil {
 		err = perr
 	}
+	if err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return phase{}, fmt.Errorf("the client child's phase: %w", err)
-	}
-	var res childResult
-	if err := json.Unmarshal(line, &res); err != nil {
-		return phase{}, fmt.Errorf("the client child's result %q: %w", line, err)
 	}
 	if res.Errors > 0 {
 		return phase{}, fmt.Errorf("%d calls failed, the first: %s", res.Errors, res.FirstErr)
@@ -188,7 +211,29 @@ func measure(exe string, p *bench.Peer, s settings, ph int) (phase, error) {
 	if res.Calls == 0 {
 		return phase{}, errors.New("no call answered")
 	}
-	return phase{peer: p.Name, calls: res.Calls, server: server, client: time.Duration(res.CPU)}, nil
+	return phase{peer: p.Name, calls: res.Calls, elapsed: time.Duration(res.Elapsed), server: cpu1 - cpu0,
+		client: time.Duration(res.CPU), allocBytes: bytes1 - bytes0, allocObjects: objects1 - objects0,
+		clientProcess: ready.PID}, nil
+}
+
+// readLine reads one line of JSON from r into v.
+func readLine(r *bufio.Reader, v any) error {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("reading a line (%q so far): %w", line, err)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("the line %q: %w", line, err)
+	}
+	return nil
+}
+
+// allocated is what this process has allocated on the heap so far: bytes
+// and objects.
+func allocated() (bytes, objects uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64(), sample[1].Value.Uint64()
 }
 
 // startProfile starts a CPU profile into prefix.<peer>.<phase>.pprof, and
@@ -211,11 +256,11 @@ func startProfile(prefix, peer string, ph int) (stop func() error, err error) {
 	}, nil
 }
 
-// driveChild is a client child's main: its clients call the peer at -url
-// for -warm, then it prints "ready", waits for a line on in, calls for
-// -dur and prints its childResult. Its clients' sessions are set up and
-// ended inside the phase (an initialize and a DELETE each in the session
-// era), a few dozen requests against the thousands a phase makes.
+// driveChild is a client child's main: it opens -conc clients' sessions
+// with the peer at -url and has them call for -warm, prints its
+// childReady, waits for a line on in, has them call for -dur and prints
+// its childResult (its CPU time over the calls only); then it ends the
+// sessions, once in closes or says more.
 func driveChild(args []string, in io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet(driveFlag, flag.ContinueOnError)
 	url := fs.String("url", "", "the peer's JSON endpoint")
@@ -224,34 +269,47 @@ func driveChild(args []string, in io.Reader, out io.Writer) error {
 	warm := fs.Duration("warm", 500*time.Millisecond, "warm-up")
 	dur := fs.Duration("dur", 3*time.Second, "the phase")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("the child's flags: %w", err)
 	}
 	p := &bench.Peer{Name: "peer", URL: *url, JSONURL: *url, Sessions: true, Modern: *modern}
-	if _, err := bench.MeasureThroughput(p, *conc, false, *warm, 1<<30); err != nil {
-		return fmt.Errorf("warming up: %w", err)
+	callers, err := bench.StartCallers(p, *conc, false)
+	if err != nil {
+		return fmt.Errorf("opening the sessions: %w", err)
 	}
-	if _, err := io.WriteString(out, "ready\n"); err != nil {
-		return err
+	defer callers.Close()
+	if t := callers.Run(*warm, 1<<30); t.Errors > 0 {
+		return fmt.Errorf("warming up: %d calls failed, the first: %s", t.Errors, t.FirstEr)
 	}
-	if _, err := bufio.NewReader(in).ReadString('\n'); err != nil {
+	enc := json.NewEncoder(out)
+	if err := enc.Encode(childReady{PID: os.Getpid()}); err != nil {
+		return fmt.Errorf("saying ready: %w", err)
+	}
+	lines := bufio.NewReader(in)
+	if _, err := lines.ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for the phase: %w", err)
 	}
-	cpu0 := processCPU()
-	t, err := bench.MeasureThroughput(p, *conc, false, *dur, 1<<30)
+	cpu0, err := bench.ProcessCPU()
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(out).Encode(childResult{Calls: t.Lat.N, CPU: int64(processCPU() - cpu0), Errors: t.Errors, FirstErr: t.FirstEr})
-}
-
-// processCPU is this process's CPU time, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	t := callers.Run(*dur, 1<<30)
+	cpu1, err := bench.ProcessCPU()
+	if err != nil {
+		return err
+	}
+	if err := enc.Encode(childResult{Calls: t.Lat.N, Elapsed: int64(t.Elapsed), CPU: int64(cpu1 - cpu0), Errors: t.Errors, FirstErr: t.FirstEr}); err != nil {
+		return fmt.Errorf("reporting the phase: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, lines) // the parent has read the result once it closes
+	return nil
 }
 
 // perCall is d a call, in µs.
 func perCall(d time.Duration, calls int) float64 {
 	return float64(d.Nanoseconds()) / 1e3 / float64(calls)
+}
+
+// rate is calls a second over d.
+func rate(calls int, d time.Duration) float64 {
+	return float64(calls) / d.Seconds()
 }

@@ -3,10 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +30,9 @@ func TestMain(m *testing.M) {
 }
 
 // A smoke run in either era, the clients in child processes: each peer
-// answers calls in every phase, the servers' and the clients' CPU time is
-// read for each, a profile is written per phase and peer, and the report
+// answers calls in every phase from a process other than this one, the
+// servers' and the clients' CPU time and the servers' allocation are read
+// for each, a profile is written per phase and peer, and the report
 // compares the first peer with the second. It reports; it gates on no
 // number.
 func TestSmallRun(t *testing.T) {
@@ -41,51 +41,50 @@ func TestSmallRun(t *testing.T) {
 		s := settings{peers: []string{bench.Lifeline, bench.Floor}, modern: modern, conc: 4, phases: 2,
 			dur: 200 * time.Millisecond, warm: 50 * time.Millisecond, cpuprofile: prefix}
 		var progress bytes.Buffer
-		out, err := run(s, &progress)
+		got, err := run(s, &progress)
 		if err != nil {
 			t.Fatalf("modern %v: %v\n%s", modern, err, progress.String())
 		}
-		// Both phases measured both peers, the second in the other order.
-		for _, want := range []string{"phase 0 lifeline:", "phase 0 floor:", "phase 1 floor:", "phase 1 lifeline:"} {
-			if !strings.Contains(progress.String(), want) {
-				t.Errorf("modern %v: no %q in the progress:\n%s", modern, want, progress.String())
-			}
+		if len(got) != s.phases {
+			t.Fatalf("modern %v: %d phases measured, want %d", modern, len(got), s.phases)
 		}
-		if i, j := strings.Index(progress.String(), "phase 1 floor:"), strings.Index(progress.String(), "phase 1 lifeline:"); i > j {
-			t.Errorf("modern %v: phase 1 measured lifeline first:\n%s", modern, progress.String())
-		}
-		for _, peer := range s.peers {
-			for ph := range s.phases {
-				fi, err := os.Stat(fmt.Sprintf("%s.%s.%d.pprof", prefix, peer, ph))
+		for ph, row := range got {
+			for i, m := range row {
+				if m.peer != s.peers[i] {
+					t.Errorf("modern %v: phase %d's measurement %d is %s's, want %s's", modern, ph, i, m.peer, s.peers[i])
+				}
+				if m.calls <= 0 || m.elapsed <= 0 || m.server <= 0 || m.client <= 0 || m.allocBytes == 0 || m.allocObjects == 0 {
+					t.Errorf("modern %v: phase %d, %s: a figure is not positive: %+v", modern, ph, m.peer, m)
+				}
+				if m.clientProcess == 0 || m.clientProcess == os.Getpid() {
+					t.Errorf("modern %v: phase %d, %s: the clients ran in process %d, this one is %d", modern, ph, m.peer, m.clientProcess, os.Getpid())
+				}
+				fi, err := os.Stat(fmt.Sprintf("%s.%s.%d.pprof", prefix, m.peer, ph))
 				if err != nil || fi.Size() == 0 {
-					t.Errorf("modern %v: %s's profile of phase %d: %v", modern, peer, ph, err)
+					t.Errorf("modern %v: %s's profile of phase %d: %v", modern, m.peer, ph, err)
 				}
 			}
 		}
+		// The second phase measured the peers in the other order.
+		if i, j := strings.Index(progress.String(), "phase 1 floor:"), strings.Index(progress.String(), "phase 1 lifeline:"); i < 0 || j < 0 || i > j {
+			t.Errorf("modern %v: phase 1 did not measure the floor, then lifeline:\n%s", modern, progress.String())
+		}
+		out := render(s, got)
 		if !strings.Contains(out, "| lifeline | ") || !strings.Contains(out, "| floor | ") ||
-			!strings.Contains(out, "lifeline against floor, the median of 2 phases' ratios") {
+			!strings.Contains(out, "lifeline against floor, the median of 2 phases' ratios") ||
+			strings.Contains(out, "NaN") || strings.Contains(out, "Inf") {
 			t.Fatalf("modern %v: report:\n%s", modern, out)
-		}
-		rows := tableRow.FindAllStringSubmatch(out, -1)
-		if len(rows) != len(s.peers) {
-			t.Fatalf("modern %v: %d rows for %d peers in the report:\n%s", modern, len(rows), len(s.peers), out)
-		}
-		for _, row := range rows {
-			for _, v := range row[2:] {
-				if f, err := strconv.ParseFloat(v, 64); err != nil || !(f > 0) {
-					t.Errorf("modern %v: %s: a figure is %q, want a positive number:\n%s", modern, row[1], v, out)
-				}
-			}
-		}
-		if strings.Contains(out, "NaN") || strings.Contains(out, "Inf") {
-			t.Errorf("modern %v: a ratio is undefined:\n%s", modern, out)
 		}
 	}
 }
 
-// tableRow is a peer's row of the report's table: its name, calls/s, and
-// the server's and the clients' CPU a call.
-var tableRow = regexp.MustCompile(`\| (\S+) \| (\S+) \| (\S+) µs \| (\S+) µs \|`)
+// A peer named twice is refused before anything starts.
+func TestPeerNamedTwice(t *testing.T) {
+	s := settings{peers: []string{bench.Lifeline, bench.Lifeline}, conc: 1, phases: 1, dur: time.Millisecond}
+	if _, err := run(s, io.Discard); err == nil || !strings.Contains(err.Error(), "named twice") {
+		t.Fatalf("run with a peer named twice: %v", err)
+	}
+}
 
 // The ratios' median and range.
 func TestSpread(t *testing.T) {

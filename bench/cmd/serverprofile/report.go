@@ -17,28 +17,32 @@ func render(s settings, got [][]phase) string {
 		era = "2026-07-28"
 	}
 	fmt.Fprintf(&b, "JSON tools/call, %s, %d sessions, %d phases of %v a peer; servers in this process, clients in a child\n\n", era, s.conc, len(got), s.dur)
-	fmt.Fprintf(&b, "| peer | calls/s | server CPU a call | clients' CPU a call |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| peer | calls/s | server CPU a call | clients' CPU a call | server allocation a call |\n|---|---:|---:|---:|---:|\n")
 	for i, name := range s.peers {
 		var calls int
-		var server, client time.Duration
+		var elapsed, server, client time.Duration
+		var bytes, objects uint64
 		for _, row := range got {
 			calls += row[i].calls
+			elapsed += row[i].elapsed
 			server += row[i].server
 			client += row[i].client
+			bytes += row[i].allocBytes
+			objects += row[i].allocObjects
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.2f µs | %.2f µs |\n", name, float64(calls)/(float64(len(got))*s.dur.Seconds()),
-			perCall(server, calls), perCall(client, calls))
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f µs | %.2f µs | %.0f B, %.1f objects |\n", name, rate(calls, elapsed),
+			perCall(server, calls), perCall(client, calls), float64(bytes)/float64(calls), float64(objects)/float64(calls))
 	}
 	for j := 1; j < len(s.peers); j++ {
-		var rate, server, client []float64
+		var rates, server, client []float64
 		for _, row := range got {
 			a, o := row[0], row[j]
-			rate = append(rate, float64(a.calls)/float64(o.calls))
+			rates = append(rates, rate(a.calls, a.elapsed)/rate(o.calls, o.elapsed))
 			server = append(server, perCall(a.server, a.calls)/perCall(o.server, o.calls))
 			client = append(client, perCall(a.client, a.calls)/perCall(o.client, o.calls))
 		}
 		fmt.Fprintf(&b, "\n%s against %s, the median of %d phases' ratios (range): calls/s %s, server CPU a call %s, clients' CPU a call %s\n",
-			s.peers[0], s.peers[j], len(got), spread(rate), spread(server), spread(client))
+			s.peers[0], s.peers[j], len(got), spread(rates), spread(server), spread(client))
 	}
 	return b.String()
 }
