@@ -91,6 +91,7 @@ func StartCallers(p *Peer, conc int, sse bool) (*Callers, error) {
 			continue
 		}
 		if err := c.clients[i].Initialize(ctx); err != nil {
+			c.clients = c.clients[:i+1] // the ones made so far
 			c.Close()
 			return nil, err
 		}
@@ -99,7 +100,7 @@ func StartCallers(p *Peer, conc int, sse bool) (*Callers, error) {
 }
 
 // Close ends the callers' sessions (a DELETE each, bounded) and closes
-// their idle connections.
+// their idle connections. It is called once, after the last Run.
 func (c *Callers) Close() {
 	deleteAll(c.clients)
 	c.tr.CloseIdleConnections()

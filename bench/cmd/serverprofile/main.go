@@ -11,7 +11,7 @@
 // servers' process per phase (merge one peer's with go tool pprof -proto).
 //
 // It reports; it bounds nothing. The machine's noise moves a phase's CPU
-// time a call by up to 15% between phases: compare peers only within one
+// time a call by up to 20% between phases: compare peers only within one
 // run, over many phases.
 //
 //	cd bench && go run ./cmd/serverprofile                           # lifeline and the floor, session era, 64 sessions, 10 phases of 3 s
@@ -30,6 +30,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -51,6 +52,9 @@ type settings struct {
 	phases     int
 	dur, warm  time.Duration
 	cpuprofile string // prefix of the per-phase profiles; "" for none
+	// atWindow, when set, runs just before a phase's window opens (start)
+	// and just after it closes, outside it: a test's look at the server.
+	atWindow func(p *bench.Peer, start bool)
 }
 
 // phase is one peer's measurement in one phase.
@@ -173,14 +177,24 @@ func measure(exe string, p *bench.Peer, s settings, ph int) (m phase, err error)
 	}
 	defer func() {
 		_ = stdin.Close() // the child ends its sessions and exits
-		if werr := cmd.Wait(); werr != nil && err != nil {
+		switch werr := cmd.Wait(); {
+		case werr == nil:
+		case err != nil:
 			err = fmt.Errorf("%w (the client child: %v)", err, werr)
+		default: // it reported, then failed to end its sessions
+			m, err = phase{}, fmt.Errorf("the client child: %w", werr)
 		}
 	}()
 	lines := bufio.NewReader(stdout)
 	var ready childReady
 	if err := readLine(lines, &ready); err != nil {
 		return phase{}, fmt.Errorf("the client child did not get ready: %w", err)
+	}
+	// What the previous phase left to collect is collected before the
+	// window, not in it.
+	runtime.GC()
+	if s.atWindow != nil {
+		s.atWindow(p, true)
 	}
 	stop, err := startProfile(s.cpuprofile, p.Name, ph)
 	if err != nil {
@@ -199,11 +213,14 @@ func measure(exe string, p *bench.Peer, s settings, ph int) (m phase, err error)
 	if perr := stop(); err == nil {
 		err = perr
 	}
+	if s.atWindow != nil {
+		s.atWindow(p, false)
+	}
 	if err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return phase{}, fmt.Errorf("the client child's phase: %w", err)
+		return phase{}, fmt.Errorf("the phase: %w", err)
 	}
 	if res.Errors > 0 {
 		return phase{}, fmt.Errorf("%d calls failed, the first: %s", res.Errors, res.FirstErr)
@@ -290,12 +307,12 @@ func driveChild(args []string, in io.Reader, out io.Writer) error {
 	}
 	cpu0, err := bench.ProcessCPU()
 	if err != nil {
-		return err
+		return fmt.Errorf("the clients' CPU time: %w", err)
 	}
 	t := callers.Run(*dur, 1<<30)
 	cpu1, err := bench.ProcessCPU()
 	if err != nil {
-		return err
+		return fmt.Errorf("the clients' CPU time: %w", err)
 	}
 	if err := enc.Encode(childResult{Calls: t.Lat.N, Elapsed: int64(t.Elapsed), CPU: int64(cpu1 - cpu0), Errors: t.Errors, FirstErr: t.FirstEr}); err != nil {
 		return fmt.Errorf("reporting the phase: %w", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,8 @@ func TestMain(m *testing.M) {
 }
 
 // A smoke run in either era, the clients in child processes: each peer
-// answers calls in every phase from a process other than this one, the
+// answers calls in every phase from a process other than this one, with
+// its sessions opened before the phase's window and ended after it, the
 // servers' and the clients' CPU time and the servers' allocation are read
 // for each, a profile is written per phase and peer, and the report
 // compares the first peer with the second. It reports; it gates on no
@@ -40,6 +42,14 @@ func TestSmallRun(t *testing.T) {
 		prefix := filepath.Join(t.TempDir(), "sp")
 		s := settings{peers: []string{bench.Lifeline, bench.Floor}, modern: modern, conc: 4, phases: 2,
 			dur: 200 * time.Millisecond, warm: 50 * time.Millisecond, cpuprofile: prefix}
+		// The window holds calls only: lifeline's sessions (session era)
+		// are all open when it opens and still open when it closes.
+		var windowSessions []int
+		s.atWindow = func(p *bench.Peer, _ bool) {
+			if p.Handler != nil && !modern {
+				windowSessions = append(windowSessions, p.Handler.Stats().Sessions)
+			}
+		}
 		var progress bytes.Buffer
 		got, err := run(s, &progress)
 		if err != nil {
@@ -64,6 +74,9 @@ func TestSmallRun(t *testing.T) {
 					t.Errorf("modern %v: %s's profile of phase %d: %v", modern, m.peer, ph, err)
 				}
 			}
+		}
+		if !modern && (len(windowSessions) != 2*s.phases || slices.ContainsFunc(windowSessions, func(n int) bool { return n != s.conc })) {
+			t.Errorf("lifeline's live sessions at its windows' edges: %v, want %d at each of %d", windowSessions, s.conc, 2*s.phases)
 		}
 		// The second phase measured the peers in the other order.
 		if i, j := strings.Index(progress.String(), "phase 1 floor:"), strings.Index(progress.String(), "phase 1 lifeline:"); i < 0 || j < 0 || i > j {
