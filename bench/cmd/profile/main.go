@@ -18,18 +18,10 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lifeline-mcp/lifeline/bench"
 )
-
-// processCPU is this process's CPU time, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 func main() {
 	peer := flag.String("peer", bench.Lifeline, "the peer: lifeline, mcp-go, go-sdk, floor")
@@ -104,9 +96,16 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	cpu0 := processCPU()
+	cpu0, err := bench.ProcessCPU()
+	if err != nil {
+		log.Fatal(err)
+	}
 	rps, err := run(*dur)
-	cpuPerOp := (processCPU() - cpu0).Seconds() / (rps * dur.Seconds())
+	cpu1, cerr := bench.ProcessCPU()
+	if cerr != nil {
+		log.Fatal(cerr)
+	}
+	cpuPerOp := (cpu1 - cpu0).Seconds() / (rps * dur.Seconds())
 	if *cpu != "" {
 		pprof.StopCPUProfile()
 	}
